@@ -1,0 +1,37 @@
+"""coursekit — a small, readable Theano, and a course on putting array work on a GPU.
+
+Port a Theano script by changing its imports::
+
+    import coursekit as theano
+    import coursekit.tensor as T
+
+The main entry points: :func:`shared`, :func:`function` (with ``In``/``Out``,
+``updates`` and ``givens``), :func:`grad`, :data:`config`, and
+:mod:`coursekit.printing` for looking at graphs.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import tensor  # noqa: F401  (import coursekit.tensor as T)
+from .compile import In, Mode, Out, SharedVariable, function, shared  # noqa: F401
+from .config import config  # noqa: F401
+from .graph import Apply, Constant, Op, Type, Variable  # noqa: F401
+from .tensor.type import TensorType  # noqa: F401
+
+
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None):
+    """Symbolic gradient of a scalar ``cost`` with respect to ``wrt`` (see :mod:`coursekit.gradient`)."""
+    from .gradient import grad as _grad
+
+    return _grad(cost, wrt, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs, known_grads=known_grads)
+
+
+def __getattr__(name):
+    # heavier submodules load on first use, keeping `import coursekit` fast
+    import importlib
+
+    if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox"):
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'coursekit' has no attribute {name!r}")

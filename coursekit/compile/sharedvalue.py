@@ -1,0 +1,99 @@
+"""Shared variables: values that live *in* the compiled functions.
+
+A shared variable owns a storage cell (a one-element list).  Every function
+that uses it reads and writes that very cell, which is why an update made by
+one function is seen by all the others, and why ``set_value`` takes effect
+without recompiling.  On a GPU device the cell holds a device array: the
+data stays on the device between calls (that is the lesson of lesson 4).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Variable
+from ..tensor.type import TensorType
+from ..tensor.var import _TensorMethods
+
+
+class Container:
+    """The storage cell of a shared variable, plus what may be stored in it."""
+
+    __slots__ = ("storage", "type", "name")
+
+    def __init__(self, type, value, name):
+        self.type, self.storage, self.name = type, [value], name
+
+    @property
+    def value(self):
+        return self.storage[0]
+
+
+class SharedVariable(Variable):
+    """A variable with a value that persists across function calls."""
+
+    def __init__(self, type, value, name=None, strict=False, allow_downcast=None):
+        super().__init__(type, None, None, name)
+        value = type.filter(value, strict=strict, allow_downcast=allow_downcast,
+                            where=f"shared variable {name or ''}".strip())
+        self.container = Container(type, value, name)
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The current value: a copy unless ``borrow=True``.
+
+        On a GPU device the value lives in device memory; you get a host copy
+        unless ``return_internal_type=True`` (then the device array itself).
+        """
+        value = self.container.storage[0]
+        if not isinstance(value, np.ndarray):  # a device array
+            if return_internal_type:
+                return value if borrow else value.copy()
+            return value.get()
+        return value if borrow else value.copy()
+
+    def set_value(self, value, borrow=False):
+        """Replace the value.  ``borrow=True`` lets coursekit keep your array without copying."""
+        from .placement import store_shared_value
+
+        store_shared_value(self, value, borrow)
+
+    def clone(self):
+        return self
+
+    @property
+    def value(self):  # convenience for the REPL
+        return self.get_value()
+
+    def zero(self):
+        self.set_value(np.zeros_like(self.get_value(borrow=True)), borrow=True)
+
+
+class TensorSharedVariable(_TensorMethods, SharedVariable):
+    """A shared variable that can be used in tensor expressions."""
+
+
+def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, broadcastable=None):
+    """Make a shared variable holding ``value`` (copied unless ``borrow=True``).
+
+    The dtype is the value's own (float64 NumPy data stays float64: cast to
+    float32 yourself for a GPU).  No dimension is broadcastable by default,
+    because the value may later be replaced by one of another shape.
+    """
+    from .placement import initial_shared_storage
+
+    if isinstance(value, Variable):
+        raise TypeError("shared() takes a value (an array or a number), not a symbolic variable")
+    if type(value).__module__.startswith("cupy") or type(value).__name__ == "SimArray":
+        host = None
+        dtype, ndim = value.dtype, value.ndim
+    else:
+        host = np.array(value, copy=not borrow) if not isinstance(value, np.ndarray) or not borrow else value
+        if host.dtype == object:
+            raise TypeError(f"shared() needs numeric data, got {type(value).__name__}")
+        dtype, ndim = host.dtype, host.ndim
+    bcast = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
+    ttype = TensorType(dtype, bcast)
+    var = TensorSharedVariable.__new__(TensorSharedVariable)
+    Variable.__init__(var, ttype, None, None, name)
+    var.container = Container(ttype, None, name)
+    var.container.storage[0] = initial_shared_storage(var, value if host is None else host, borrow=True)
+    return var

@@ -1,0 +1,302 @@
+"""The graph: variables, the ops that combine them, and the Apply nodes between.
+
+A symbolic expression such as ``exp(x) + 1`` is a bipartite graph::
+
+    x ──► Apply(Elemwise{exp}) ──► exp(x) ──► Apply(Elemwise{add}) ──► out
+                                     1 ───────┘
+
+* a :class:`Variable` is a value-to-be (it has a :class:`Type`, and an
+  ``owner`` Apply if some op computes it);
+* an :class:`Op` is a *kind* of computation (``exp``, ``dot``);
+* an :class:`Apply` is one use of an op on particular inputs.
+
+Two ops are equal when they are of the same class with equal ``__props__``;
+that equality is what lets the merge rewrite see that two nodes compute the
+same thing.  Every variable remembers the user's line that created it
+(``var.tag.trace``) so that errors can point back at the student's code.
+"""
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from types import SimpleNamespace
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def user_trace():
+    """(filename, lineno) of the innermost frame outside coursekit itself."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
+            return (filename, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+def format_trace(trace):
+    """Render a trace as 'File "x.py", line 3: y = T.exp(x)'."""
+    if not trace:
+        return "(creation line unknown)"
+    filename, lineno = trace
+    text = linecache.getline(filename, lineno).strip()
+    where = f'File "{filename}", line {lineno}'
+    return f"{where}: {text}" if text else where
+
+
+class Type:
+    """What a variable may hold.  Subclasses define ``filter`` and equality."""
+
+    def filter(self, value, strict=False, allow_downcast=None):
+        raise NotImplementedError
+
+    def make_variable(self, name=None):
+        return Variable(self, name=name)
+
+
+class Variable:
+    """A node of the graph standing for a value (known later, or constant)."""
+
+    __array_priority__ = 1000  # so that ndarray <op> Variable defers to us
+
+    def __init__(self, type, owner=None, index=None, name=None):
+        self.type = type
+        self.owner = owner
+        self.index = index
+        self.name = name
+        self.tag = SimpleNamespace(trace=user_trace())
+
+    def clone(self):
+        """A new variable of the same type and name, with no owner."""
+        cp = self.__class__(self.type, None, None, self.name)
+        cp.tag = SimpleNamespace(**vars(self.tag))
+        return cp
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        if self.owner is not None:
+            op = self.owner.op
+            if len(self.owner.outputs) == 1:
+                return f"{op}.0"
+            return f"{op}.{self.index}"
+        return f"<{self.type}>"
+
+    __repr__ = __str__
+
+    def eval(self, inputs_to_values=None):
+        """Compile and evaluate this variable (a convenience, as in Theano)."""
+        from .compile.function import function
+
+        inputs_to_values = inputs_to_values or {}
+        inputs = list(inputs_to_values)
+        fn = function(inputs, self, on_unused_input="ignore")
+        return fn(*[inputs_to_values[v] for v in inputs])
+
+
+class Constant(Variable):
+    """A variable whose value is fixed when the graph is built."""
+
+    def __init__(self, type, data, name=None):
+        super().__init__(type, None, None, name)
+        self.data = type.filter(data, strict=False, allow_downcast=True)
+
+    def signature(self):
+        return (self.type, _data_key(self.data))
+
+    def clone(self):
+        return self
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        text = str(self.data)
+        return text if len(text) <= 20 else text[:17] + "..."
+
+
+def _data_key(data):
+    """A hashable fingerprint of a constant's value (used by merge)."""
+    try:
+        return (data.dtype.str, data.shape, data.tobytes())
+    except AttributeError:
+        return repr(data)
+
+
+class Apply:
+    """One application of an op to input variables, producing outputs."""
+
+    def __init__(self, op, inputs, outputs):
+        self.op = op
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        for i, out in enumerate(self.outputs):
+            if out.owner is not None and out.owner is not self:
+                raise ValueError(f"output {i} of {op} already belongs to another Apply node")
+            out.owner, out.index = self, i
+
+    @property
+    def out(self):
+        if len(self.outputs) != 1:
+            raise AttributeError(f"{self.op} has {len(self.outputs)} outputs; use .outputs")
+        return self.outputs[0]
+
+    @property
+    def trace(self):
+        return self.outputs[0].tag.trace if self.outputs else None
+
+    def clone_with_new_inputs(self, inputs):
+        """The same op applied to other inputs (types re-derived by make_node)."""
+        node = self.op.make_node(*inputs)
+        for old, new in zip(self.outputs, node.outputs):
+            new.name = old.name
+            new.tag.trace = old.tag.trace
+        return node
+
+    def __str__(self):
+        return f"{self.op}({', '.join(map(str, self.inputs))})"
+
+    __repr__ = __str__
+
+
+class Op:
+    """A kind of computation.  Subclasses define ``make_node`` and ``perform``.
+
+    ``__props__`` names the attributes that define the op: ops of the same
+    class with equal props are equal and hash alike (merge relies on it).
+    ``device`` says where the op runs ("cpu" or "gpu"); placement reads this
+    attribute, never the class name.  ``view_map``/``destroy_map`` declare
+    outputs that alias (view) or overwrite (destroy) inputs, so the compiler
+    knows when it must copy.
+    """
+
+    __props__ = ()
+    device = "cpu"
+    view_map: dict = {}
+    destroy_map: dict = {}
+
+    def _props(self):
+        return tuple(getattr(self, p) for p in self.__props__)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._props() == other._props()
+
+    def __hash__(self):
+        return hash((type(self), self._props()))
+
+    def __str__(self):
+        if not self.__props__:
+            return type(self).__name__
+        return f"{type(self).__name__}{{{', '.join(str(p) for p in self._props())}}}"
+
+    __repr__ = __str__
+
+    def __call__(self, *inputs, **kwargs):
+        node = self.make_node(*inputs, **kwargs)
+        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
+
+    def make_node(self, *inputs):
+        raise NotImplementedError(f"{type(self).__name__}.make_node")
+
+    def perform(self, node, inputs, output_storage):
+        """Compute outputs from input values: ``output_storage[i][0] = value``."""
+        raise NotImplementedError(f"{type(self).__name__}.perform")
+
+    def make_thunk(self, node, storage_map):
+        """A zero-argument callable computing ``node`` over its storage cells.
+
+        The default calls ``perform``; ops override it for speed or to launch
+        device kernels.
+        """
+        perform = self.perform
+        in_cells = [storage_map[v] for v in node.inputs]
+        out_cells = [storage_map[v] for v in node.outputs]
+
+        def thunk():
+            perform(node, [c[0] for c in in_cells], out_cells)
+
+        return thunk
+
+    def grad(self, inputs, output_grads):
+        raise NotImplementedError(
+            f"{self} has no gradient defined. Implement {type(self).__name__}.grad(inputs, output_grads)."
+        )
+
+    def L_op(self, inputs, outputs, output_grads):
+        return self.grad(inputs, output_grads)
+
+
+# ---------------------------------------------------------------- traversal
+def apply_nodes_between(inputs, outputs):
+    """Apply nodes needed to compute ``outputs``, in topological order.
+
+    Traversal stops at ``inputs`` (their owners are not visited).
+    """
+    stop = set(map(id, inputs))
+    order, seen = [], set()
+    stack = [(v, False) for v in reversed(list(outputs))]
+    while stack:
+        var, expanded = stack.pop()
+        node = var.owner
+        if node is None or id(var) in stop:
+            continue
+        if expanded:
+            if id(node) not in seen:
+                seen.add(id(node))
+                order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        stack.append((var, True))
+        for inp in reversed(node.inputs):
+            if inp.owner is not None and id(inp.owner) not in seen:
+                stack.append((inp, False))
+    return order
+
+
+def graph_inputs(outputs, blockers=()):
+    """Leaf variables (no owner, or in ``blockers``) reachable from outputs."""
+    blockers = set(map(id, blockers))
+    leaves, seen = [], set()
+    stack = list(outputs)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.owner is None or id(v) in blockers:
+            leaves.append(v)
+        else:
+            stack.extend(v.owner.inputs)
+    return leaves
+
+
+def ancestors(outputs):
+    """Every variable reachable from outputs (including them)."""
+    seen, result, stack = set(), [], list(outputs)
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        result.append(v)
+        if v.owner is not None:
+            stack.extend(v.owner.inputs)
+    return result
+
+
+def clone_replace(outputs, replace=None):
+    """Copy the graph above ``outputs``; variables in ``replace`` are swapped.
+
+    Leaves that are not replaced are kept as they are (shared variables and
+    constants must stay the same objects, since their storage is shared).
+    Returns the new outputs and the old-variable -> new-variable map.
+    """
+    memo = {id(k): v for k, v in (replace or {}).items()}
+    for node in apply_nodes_between(list((replace or {}).keys()), outputs):
+        new_inputs = [memo.get(id(i), i) for i in node.inputs]
+        new_node = node.clone_with_new_inputs(new_inputs)
+        for old, new in zip(node.outputs, new_node.outputs):
+            memo[id(old)] = new
+    return [memo.get(id(o), o) for o in outputs], memo

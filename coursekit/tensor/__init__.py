@@ -1,0 +1,62 @@
+"""``coursekit.tensor`` — symbolic tensors, imported by convention as ``T``.
+
+Constructors make input variables: ``T.fvector('x')`` is a float32 vector,
+``T.matrix('m')`` a matrix of ``config.floatX``.  Everything else builds graph
+nodes: ``T.exp(x)``, ``T.dot(m, x)``, ``x.sum(axis=0)``, ``x[1:]``.
+"""
+from __future__ import annotations
+
+from ..config import config
+from . import nnet  # noqa: F401
+from .blas import Dot, Gemm, Gemv  # noqa: F401
+from .elemwise import DimShuffle, Elemwise  # noqa: F401
+from .math import *  # noqa: F401,F403
+from .math import abs, max, min, sum  # noqa: F401,A004
+from .reduction import CAReduce, Max, Min, Prod, Sum  # noqa: F401
+from .shape import Reshape, Shape  # noqa: F401
+from .subtensor import AdvancedSubtensor1, IncSubtensor, Subtensor  # noqa: F401
+from .type import TensorType
+from .var import TensorConstant, TensorVariable, as_tensor_variable, constant  # noqa: F401
+
+_RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
+          "tensor4": (False,) * 4, "row": (True, False), "col": (False, True)}
+_PREFIXES = {"": None, "f": "float32", "d": "float64", "i": "int32", "l": "int64", "b": "int8",
+             "w": "int16", "c": "complex64", "z": "complex128"}
+
+
+def tensor(dtype=None, broadcastable=None, name=None, shape=None):
+    """A symbolic tensor input of any rank: ``T.tensor('float32', (False, True))``."""
+    if broadcastable is None:
+        if shape is None:
+            raise TypeError("tensor() needs broadcastable=(False, ...) or shape=(None, 1, ...)")
+        broadcastable = tuple(s == 1 for s in shape)
+    return TensorType(dtype or config.floatX, broadcastable).make_variable(name)
+
+
+def _constructor(rank, dtype):
+    bcast = _RANKS[rank]
+
+    def make(name=None, dtype=dtype):
+        return TensorType(dtype or config.floatX, bcast).make_variable(name)
+
+    make.__name__ = rank
+    make.__doc__ = f"A symbolic {rank} input of dtype {dtype or 'config.floatX'}."
+    return make
+
+
+for _rank in _RANKS:
+    for _prefix, _dtype in _PREFIXES.items():
+        globals()[_prefix + _rank] = _constructor(_rank, _dtype)
+
+# a few Theano spellings
+scalars = lambda names, dtype=None: [_constructor("scalar", dtype)(n) for n in names.split(",")]  # noqa: E731
+vectors = lambda names, dtype=None: [_constructor("vector", dtype)(n) for n in names.split(",")]  # noqa: E731
+matrices = lambda names, dtype=None: [_constructor("matrix", dtype)(n) for n in names.split(",")]  # noqa: E731
+tensor3 = _constructor("tensor3", None)  # noqa: F811
+
+
+def grad(cost, wrt, **kwargs):
+    """Symbolic gradient (see :func:`coursekit.gradient.grad`)."""
+    from ..gradient import grad as _grad
+
+    return _grad(cost, wrt, **kwargs)

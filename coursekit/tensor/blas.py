@@ -1,0 +1,120 @@
+"""Matrix products: ``Dot`` (any of vector/matrix), and the BLAS-shaped ``Gemv``/``Gemm``.
+
+``Gemm`` computes ``beta * z + alpha * dot(x, y)`` in one BLAS call.  Users
+never write it: the ``gemm`` rewrite recognises ``dot(x, y) + b`` (possibly
+scaled) and replaces it, which saves a temporary and a pass over memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Op
+from .type import TensorType
+
+
+def _result_dtype(*vars_):
+    return np.result_type(*[v.type.dtype for v in vars_]).name
+
+
+class Dot(Op):
+    """``numpy.dot`` on vectors and matrices."""
+
+    __props__ = ()
+
+    def make_node(self, x, y):
+        from .var import as_tensor_variable
+
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        if x.type.ndim not in (1, 2) or y.type.ndim not in (1, 2):
+            raise TypeError(f"dot takes vectors and matrices, got {x.type} and {y.type} "
+                            "(for scalars use *, for higher ranks use T.tensordot-style reshapes)")
+        bx, by = x.type.broadcastable, y.type.broadcastable
+        bcast = (bx[:-1] if x.type.ndim == 2 else ()) + (by[1:] if y.type.ndim == 2 else ())
+        return Apply(self, [x, y], [TensorType(_result_dtype(x, y), bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, y = inputs
+        output_storage[0][0] = np.dot(x, y)
+
+    def make_thunk(self, node, storage_map):
+        a, b = (storage_map[v] for v in node.inputs)
+        cell = storage_map[node.outputs[0]]
+        dot = np.dot
+
+        def thunk():
+            cell[0] = dot(a[0], b[0])
+
+        return thunk
+
+    def grad(self, inputs, output_grads):
+        from . import math as M
+
+        x, y = inputs
+        (gz,) = output_grads
+        if x.type.ndim == 1 and y.type.ndim == 1:
+            gx, gy = gz * y, gz * x
+        elif x.type.ndim == 2 and y.type.ndim == 1:
+            gx, gy = M.outer(gz, y), M.dot(x.T, gz)
+        elif x.type.ndim == 1 and y.type.ndim == 2:
+            gx, gy = M.dot(y, gz), M.outer(x, gz)
+        else:
+            gx, gy = M.dot(gz, y.T), M.dot(x.T, gz)
+        from .elemwise import reduce_to_broadcast
+
+        return [reduce_to_broadcast(gx, x), reduce_to_broadcast(gy, y)]
+
+
+class Gemm(Op):
+    """``z <- beta * z + alpha * dot(x, y)`` for matrices (BLAS GEMM).
+
+    ``inplace=True`` overwrites the ``z`` buffer (only used by the compiler
+    when ``z`` is an intermediate nobody else reads).
+    """
+
+    __props__ = ("inplace",)
+
+    def __init__(self, inplace=False):
+        self.inplace = inplace
+        self.destroy_map = {0: [0]} if inplace else {}
+
+    def __str__(self):
+        return "Gemm{inplace}" if self.inplace else "Gemm{no_inplace}"
+
+    def make_node(self, z, alpha, x, y, beta):
+        from .var import as_tensor_variable
+
+        z, alpha, x, y, beta = map(as_tensor_variable, (z, alpha, x, y, beta))
+        return Apply(self, [z, alpha, x, y, beta], [z.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        z, alpha, x, y, beta = inputs
+        output_storage[0][0] = gemm_numpy(z, alpha, x, y, beta, self.inplace)
+
+    def grad(self, inputs, output_grads):
+        raise NotImplementedError("Gemm is created by rewrites after gradients are taken; take grad of dot instead")
+
+
+class Gemv(Gemm):
+    """``z <- beta * z + alpha * dot(A, x)`` with a vector ``x`` (BLAS GEMV)."""
+
+    def __str__(self):
+        return "Gemv{inplace}" if self.inplace else "Gemv{no_inplace}"
+
+
+def gemm_numpy(z, alpha, x, y, beta, inplace=False):
+    """beta*z + alpha*x@y with one product and no extra temporary beyond it."""
+    prod = np.dot(x, y)
+    if alpha != 1:
+        prod *= alpha
+    if beta == 0:
+        return prod
+    if inplace and z.shape == prod.shape:
+        if beta != 1:
+            z *= beta
+        z += prod
+        return z
+    if beta != 1:
+        prod += beta * z
+    else:
+        prod += z
+    return prod

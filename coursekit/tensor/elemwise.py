@@ -1,0 +1,197 @@
+"""Elementwise ops over tensors, and DimShuffle (transpose / add / drop axes).
+
+``Elemwise(scalar_op)`` lifts a :class:`~coursekit.tensor.scalar.ScalarOp`
+to whole arrays with NumPy broadcasting.  Inputs of lower rank are padded on
+the left with broadcastable axes (a ``DimShuffle``), exactly as NumPy does
+implicitly; making it explicit keeps every input the same rank, which the
+gradient (sum over broadcast axes) and the GPU code generator rely on.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Op
+from .type import TensorType
+
+
+class Elemwise(Op):
+    """Apply a scalar op element by element (CPU, NumPy)."""
+
+    __props__ = ("scalar_op",)
+
+    def __init__(self, scalar_op):
+        self.scalar_op = scalar_op
+        self.nin = scalar_op.nin
+
+    def __str__(self):
+        return f"Elemwise{{{self.scalar_op}}}"
+
+    def make_node(self, *inputs):
+        from .var import as_tensor_variable
+
+        if len(inputs) != self.nin:
+            raise TypeError(f"{self} takes {self.nin} inputs, got {len(inputs)}")
+        inputs = [as_tensor_variable(i) for i in inputs]
+        ndim = max(i.type.ndim for i in inputs)
+        inputs = [pad_left(i, ndim) for i in inputs]
+        bcast = tuple(all(bs) for bs in zip(*[i.type.broadcastable for i in inputs])) if ndim else ()
+        dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
+        return Apply(self, inputs, [TensorType(dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        cell = output_storage[0]
+        out = cell[0]
+        if out is not None and all(getattr(i, "shape", ()) == out.shape for i in inputs):
+            self.scalar_op.impl(*inputs, out=out)
+        else:
+            cell[0] = self.scalar_op.impl(*inputs)
+
+    def make_thunk(self, node, storage_map):
+        # Specialised closures: this is the hot path of every compiled function.
+        impl = self.scalar_op.impl
+        ins = [storage_map[v] for v in node.inputs]
+        cell = storage_map[node.outputs[0]]
+        if len(ins) == 1:
+            (a,) = ins
+
+            def thunk():
+                x = a[0]
+                out = cell[0]
+                if out is not None and out.shape == x.shape:
+                    impl(x, out=out)
+                else:
+                    cell[0] = impl(x)
+        elif len(ins) == 2:
+            a, b = ins
+
+            def thunk():
+                x, y = a[0], b[0]
+                out = cell[0]
+                if out is not None and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
+                    impl(x, y, out=out)
+                else:
+                    cell[0] = impl(x, y)
+        else:
+            return super().make_thunk(node, storage_map)
+        return thunk
+
+    def L_op(self, inputs, outputs, output_grads):
+        (gz,) = output_grads
+        grads = self.scalar_op.grad(inputs, outputs[0], gz)
+        return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
+
+
+def reduce_to_broadcast(grad, var):
+    """Sum ``grad`` over the axes where ``var`` was broadcast, and cast it back.
+
+    If ``x`` (shape (1, n)) was added to ``y`` (shape (m, n)), each element
+    of x was used m times, so its gradient is the sum over axis 0.
+    """
+    from .math import cast, sum as tsum
+
+    axes = [ax for ax, (b_var, b_grad) in enumerate(zip(var.type.broadcastable, grad.type.broadcastable))
+            if b_var and not b_grad]
+    if axes:
+        grad = tsum(grad, axis=axes, keepdims=True)
+    if grad.type.dtype != var.type.dtype and var.type.dtype[0] in "fc":
+        grad = cast(grad, var.type.dtype)
+    return grad
+
+
+def pad_left(var, ndim):
+    """``var`` with broadcastable axes added on the left until it has ``ndim``."""
+    missing = ndim - var.type.ndim
+    if missing <= 0:
+        return var
+    from ..graph import Constant
+
+    if isinstance(var, Constant):  # reshape the data instead of adding a node
+        from .var import constant
+
+        return constant(var.data.reshape((1,) * missing + var.data.shape), name=var.name)
+    return DimShuffle(var.type.broadcastable, ("x",) * missing + tuple(range(var.type.ndim)))(var)
+
+
+class DimShuffle(Op):
+    """Reorder axes, insert broadcastable axes ('x') and drop length-1 axes.
+
+    ``new_order`` lists, for each output axis, an input axis or 'x'.  Input
+    axes missing from it are dropped (they must be broadcastable).  The
+    output is a *view* of the input, so no data moves.
+    """
+
+    __props__ = ("input_broadcastable", "new_order")
+    view_map = {0: [0]}
+
+    def __init__(self, input_broadcastable, new_order):
+        self.input_broadcastable = tuple(input_broadcastable)
+        self.new_order = tuple(new_order)
+        kept = [d for d in self.new_order if d != "x"]
+        if len(set(kept)) != len(kept):
+            raise ValueError(f"dimshuffle{self.new_order}: an axis appears twice")
+        for d in kept:
+            if not 0 <= d < len(self.input_broadcastable):
+                raise ValueError(f"dimshuffle{self.new_order}: axis {d} does not exist in a "
+                                 f"{len(self.input_broadcastable)}-d input")
+        self.drop = [i for i in range(len(self.input_broadcastable)) if i not in kept]
+        for d in self.drop:
+            if not self.input_broadcastable[d]:
+                raise ValueError(
+                    f"dimshuffle{self.new_order} drops axis {d}, which is not broadcastable (its length is not "
+                    "known to be 1). Keep it in new_order, or sum over it first.")
+        # transpose the kept axes into order, then reshape to insert 'x' axes
+        self.perm = tuple(kept)
+        self.is_transpose_only = "x" not in self.new_order and not self.drop
+
+    def __str__(self):
+        return "DimShuffle{" + ",".join(str(d) for d in self.new_order) + "}"
+
+    def make_node(self, x):
+        from .var import as_tensor_variable
+
+        x = as_tensor_variable(x)
+        if x.type.broadcastable != self.input_broadcastable:
+            if len(x.type.broadcastable) != len(self.input_broadcastable):
+                raise TypeError(f"{self} expects a {len(self.input_broadcastable)}-d input, got {x.type}")
+        bcast = tuple(True if d == "x" else x.type.broadcastable[d] for d in self.new_order)
+        return Apply(self, [x], [TensorType(x.type.dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = self.apply_to(inputs[0])
+
+    def apply_to(self, x):
+        """Apply to an array-like with .transpose/.reshape (NumPy, CuPy, SimArray buffers)."""
+        if self.drop:
+            x = x.reshape([s for i, s in enumerate(x.shape) if i not in self.drop])
+            remap = {old: new for new, old in enumerate(i for i in range(len(self.input_broadcastable))
+                                                        if i not in self.drop)}
+            perm = tuple(remap[d] for d in self.perm)
+        else:
+            perm = self.perm
+        if perm != tuple(range(len(perm))):
+            x = x.transpose(perm)
+        if "x" in self.new_order:
+            it = iter(x.shape)
+            x = x.reshape([1 if d == "x" else next(it) for d in self.new_order])
+        return x
+
+    def L_op(self, inputs, outputs, output_grads):
+        (gz,) = output_grads
+        (x,) = inputs
+        # undo: sum away the 'x' axes, then invert the permutation, then re-add dropped axes
+        keep_axes = [i for i, d in enumerate(self.new_order) if d != "x"]
+        gz_b = gz.type.broadcastable
+        if len(keep_axes) != len(self.new_order):
+            gz = DimShuffle(gz_b, tuple(keep_axes))(gz) if all(
+                gz_b[i] for i, d in enumerate(self.new_order) if d == "x") else _sum_x_axes(gz, self.new_order)
+        # input axis i comes back from position perm.index(i); dropped axes come back as 'x'
+        order = tuple("x" if i in self.drop else self.perm.index(i) for i in range(len(self.input_broadcastable)))
+        g = DimShuffle(gz.type.broadcastable, order)(gz)
+        return [reduce_to_broadcast(g, x)]
+
+
+def _sum_x_axes(gz, new_order):
+    from .math import sum as tsum
+
+    axes = [i for i, d in enumerate(new_order) if d == "x"]
+    return tsum(gz, axis=axes)

@@ -1,0 +1,201 @@
+"""The functions students call: ``T.exp``, ``T.dot``, ``T.sum``, ``T.switch`` ...
+
+Each builds a node of the graph; nothing is computed until a function is
+compiled and called.  Names follow Theano (and NumPy where Theano did).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import scalar
+from .blas import Dot
+from .elemwise import DimShuffle, Elemwise
+from .reduction import Max, Min, NumElements, Prod, Sum, normalize_axis
+from .shape import Join, MakeVector, Reshape, Shape
+from .subtensor import make_subtensor
+from .var import as_tensor_variable, constant, weak_constants
+
+_ELEMWISE_CACHE: dict = {}
+
+
+def elemwise_op(name) -> Elemwise:
+    """The (shared, cached) Elemwise op for a scalar op name."""
+    op = _ELEMWISE_CACHE.get(name)
+    if op is None:
+        op = _ELEMWISE_CACHE[name] = Elemwise(scalar.get(name))
+    return op
+
+
+def _elemwise(name):
+    def fn(*args):
+        return elemwise_op(name)(*weak_constants(args))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (NumPy broadcasting, NumPy 2 dtype rules)."
+    return fn
+
+
+add, sub, mul, true_div, int_div, mod, pow = map(_elemwise, ["add", "sub", "mul", "true_div", "int_div",
+                                                               "mod", "pow"])
+neg, exp, log, log1p, expm1, tanh, sqrt, sqr, sgn = map(_elemwise, ["neg", "exp", "log", "log1p", "expm1",
+                                                                    "tanh", "sqrt", "sqr", "sgn"])
+sin, cos, floor, ceil, sigmoid, softplus, relu = map(_elemwise, ["sin", "cos", "floor", "ceil", "sigmoid",
+                                                                 "softplus", "relu"])
+maximum, minimum, switch, second, identity = map(_elemwise, ["maximum", "minimum", "switch", "second", "identity"])
+gt, lt, ge, le, eq, neq = map(_elemwise, ["gt", "lt", "ge", "le", "eq", "neq"])
+and_, or_, invert = map(_elemwise, ["and_", "or_", "invert"])
+abs = _elemwise("abs")  # noqa: A001 - Theano's name
+divide = true_div
+square = sqr
+where = switch
+
+
+def cast(x, dtype):
+    """Convert ``x`` to ``dtype`` (a no-op when it already has it)."""
+    x = as_tensor_variable(x)
+    dtype = np.dtype(dtype).name
+    if x.type.dtype == dtype:
+        return x
+    return Elemwise(scalar.Cast(dtype))(x)
+
+
+def clip(x, lo, hi):
+    return minimum(maximum(x, lo), hi)
+
+
+def zeros_like(x, dtype=None):
+    x = as_tensor_variable(x)
+    return second(x, constant(0, dtype=dtype or x.type.dtype))
+
+
+def ones_like(x, dtype=None):
+    x = as_tensor_variable(x)
+    return second(x, constant(1, dtype=dtype or x.type.dtype))
+
+
+# ---------------------------------------------------------------- reductions
+def _reduce(op_class, x, axis, keepdims):
+    x = as_tensor_variable(x)
+    axes = normalize_axis(axis, x.type.ndim, op_class.__name__.lower())
+    op = op_class(axes)
+    out = op(x)
+    return op._expand(out, x.type.ndim) if keepdims else out
+
+
+def sum(x, axis=None, keepdims=False, dtype=None):  # noqa: A001
+    out = _reduce(Sum, x, axis, keepdims)
+    return cast(out, dtype) if dtype else out
+
+
+def prod(x, axis=None, keepdims=False):
+    return _reduce(Prod, x, axis, keepdims)
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(Max, x, axis, keepdims)
+
+
+def min(x, axis=None, keepdims=False):  # noqa: A001
+    return _reduce(Min, x, axis, keepdims)
+
+
+def mean(x, axis=None, keepdims=False):
+    """Sum divided by the number of elements (float32 stays float32, ints give float64)."""
+    x = as_tensor_variable(x)
+    total = sum(x, axis, keepdims)
+    out_dtype = "float64" if total.type.dtype[0] not in "fc" else total.type.dtype
+    count = NumElements(normalize_axis(axis, x.type.ndim, "mean"), out_dtype)(x)
+    return true_div(cast(total, out_dtype), count)
+
+
+def var(x, axis=None, keepdims=False):
+    centred = x - mean(x, axis, keepdims=True)
+    return mean(centred * centred, axis, keepdims)
+
+
+def std(x, axis=None, keepdims=False):
+    return sqrt(var(x, axis, keepdims))
+
+
+# ---------------------------------------------------------------- products
+_DOT = Dot()
+
+
+def dot(x, y):
+    """Matrix/vector product as in ``numpy.dot``."""
+    x, y = as_tensor_variable(x), as_tensor_variable(y)
+    if x.type.ndim == 0 or y.type.ndim == 0:
+        return mul(x, y)
+    return _DOT(x, y)
+
+
+def outer(x, y):
+    return dot(as_tensor_variable(x).dimshuffle(0, "x"), as_tensor_variable(y).dimshuffle("x", 0))
+
+
+# ---------------------------------------------------------------- shapes
+def shape(x):
+    return Shape()(as_tensor_variable(x))
+
+
+def getitem(x, index):
+    return make_subtensor(x, index)
+
+
+def stack(tensors, axis=0):
+    tensors = [as_tensor_variable(t) for t in tensors]
+    if all(t.type.ndim == 0 for t in tensors) and axis == 0:
+        dtype = np.result_type(*[t.type.dtype for t in tensors]).name
+        return MakeVector(dtype)(*[cast(t, dtype) for t in tensors])
+    expanded = []
+    for t in tensors:
+        pattern = list(range(t.type.ndim))
+        pattern.insert(axis, "x")
+        expanded.append(t.dimshuffle(*pattern))
+    return concatenate(expanded, axis)
+
+
+def concatenate(tensors, axis=0):
+    tensors = [as_tensor_variable(t) for t in tensors]
+    return Join(normalize_axis(axis, tensors[0].type.ndim, "concatenate")[0])(*tensors)
+
+
+def reshape(x, newshape, ndim=None):
+    """Reshape; ``newshape`` is a tuple of ints / integer scalars, or an int vector."""
+    x = as_tensor_variable(x)
+    if isinstance(newshape, (tuple, list)):
+        if all(isinstance(s, (int, np.integer)) for s in newshape):
+            shape_var = constant(np.asarray(newshape, dtype="int64"))
+        else:
+            shape_var = stack([cast(as_tensor_variable(s), "int64") for s in newshape])
+        ndim = len(newshape)
+    else:
+        shape_var = as_tensor_variable(newshape)
+        if ndim is None:
+            raise ValueError("reshape with a symbolic shape vector needs ndim=... (the length of that vector)")
+    return Reshape(ndim)(x, shape_var)
+
+
+def flatten(x, ndim=1):
+    x = as_tensor_variable(x)
+    if ndim == 1:
+        return reshape(x, (-1,))
+    return reshape(x, [x.shape[i] for i in range(ndim - 1)] + [-1])
+
+
+def transpose(x, axes=None):
+    x = as_tensor_variable(x)
+    return x.transpose(*(axes or ()))
+
+
+def dimshuffle(x, *pattern):
+    return as_tensor_variable(x).dimshuffle(*pattern)
+
+
+def softmax(x):
+    from .nnet import softmax as _softmax
+
+    return _softmax(x)
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]

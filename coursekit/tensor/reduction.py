@@ -1,0 +1,145 @@
+"""Reductions: sum, max, min, prod over some axes (``CAReduce``).
+
+A reduction removes the reduced axes; ``keepdims=True`` is a ``DimShuffle``
+that puts them back as broadcastable axes, so the op itself stays simple.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Op
+from .type import TensorType
+
+_REDUCERS = {"add": np.sum, "maximum": np.max, "minimum": np.min, "mul": np.prod}
+
+
+def normalize_axis(axis, ndim, what="reduction"):
+    """``None`` -> all axes; ints (negative allowed) -> a sorted tuple, checked."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    result = []
+    for a in axes:
+        if not isinstance(a, (int, np.integer)):
+            raise TypeError(f"{what}: axis must be an int or a tuple of ints, got {a!r}")
+        if not -ndim <= a < ndim:
+            raise ValueError(f"{what}: axis {a} is out of range for a {ndim}-d tensor")
+        result.append(int(a) % ndim if ndim else 0)
+    if len(set(result)) != len(result):
+        raise ValueError(f"{what}: axis {axis} repeats an axis")
+    return tuple(sorted(result))
+
+
+class CAReduce(Op):
+    """Reduce with a commutative, associative scalar op along ``axis``."""
+
+    __props__ = ("scalar_name", "axis")
+
+    def __init__(self, scalar_name, axis):
+        self.scalar_name = scalar_name
+        self.axis = tuple(axis)
+        self.reducer = _REDUCERS[scalar_name]
+
+    def __str__(self):
+        return f"{type(self).__name__}{{{self.scalar_name}, axis={list(self.axis)}}}"
+
+    def make_node(self, x):
+        from .var import as_tensor_variable
+
+        x = as_tensor_variable(x)
+        for a in self.axis:
+            if a >= x.type.ndim:
+                raise ValueError(f"{self}: axis {a} does not exist in {x.type}")
+        bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i not in self.axis)
+        dtype = self.reducer(np.ones((1,), dtype=x.type.dtype)).dtype.name
+        if self.scalar_name in ("maximum", "minimum"):
+            dtype = x.type.dtype
+        return Apply(self, [x], [TensorType(dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x = inputs[0]
+        if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
+            raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
+        output_storage[0][0] = self.reducer(x, axis=self.axis)
+
+    def make_thunk(self, node, storage_map):
+        if self.scalar_name != "add":
+            return super().make_thunk(node, storage_map)
+        reducer, axis = self.reducer, self.axis
+        src, cell = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
+
+        def thunk():
+            cell[0] = reducer(src[0], axis=axis)
+
+        return thunk
+
+    def _expand(self, var, ndim):
+        """Put the reduced axes back as broadcastable ones."""
+        pattern, it = [], iter(range(var.type.ndim))
+        for i in range(ndim):
+            pattern.append("x" if i in self.axis else next(it))
+        return var.dimshuffle(*pattern)
+
+    def L_op(self, inputs, outputs, output_grads):
+        from . import math as M
+
+        (x,), (z,), (gz,) = inputs, outputs, output_grads
+        gz_full = self._expand(gz, x.type.ndim)
+        if self.scalar_name == "add":
+            g = M.second(x, gz_full)
+        elif self.scalar_name in ("maximum", "minimum"):
+            g = M.mul(gz_full, M.eq(x, self._expand(z, x.type.ndim)))
+        else:  # prod: d/dx_i prod = prod / x_i (undefined at zeros, as in Theano's simple version)
+            g = M.mul(gz_full, M.true_div(self._expand(z, x.type.ndim), x))
+        return [M.cast(g, x.type.dtype) if g.type.dtype != x.type.dtype else g]
+
+
+class Sum(CAReduce):
+    def __init__(self, axis):
+        super().__init__("add", axis)
+
+    __props__ = ("axis",)
+
+
+class Max(CAReduce):
+    def __init__(self, axis):
+        super().__init__("maximum", axis)
+
+    __props__ = ("axis",)
+
+
+class Min(CAReduce):
+    def __init__(self, axis):
+        super().__init__("minimum", axis)
+
+    __props__ = ("axis",)
+
+
+class Prod(CAReduce):
+    def __init__(self, axis):
+        super().__init__("mul", axis)
+
+    __props__ = ("axis",)
+
+
+class NumElements(Op):
+    """How many elements a reduction over ``axis`` combines, as a ``dtype`` scalar.
+
+    Used by ``mean``: ``sum(x) / NumElements(x)``.  Its value depends on the
+    shape of x only, so it has no gradient with respect to x's values.
+    """
+
+    __props__ = ("axis", "dtype")
+
+    def __init__(self, axis, dtype):
+        self.axis, self.dtype = tuple(axis), dtype
+
+    def make_node(self, x):
+        return Apply(self, [x], [TensorType(self.dtype, ()).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        shape = inputs[0].shape
+        output_storage[0][0] = np.asarray(int(np.prod([shape[a] for a in self.axis])), dtype=self.dtype)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]

@@ -1,0 +1,207 @@
+"""Scalar operations: what one element of an elementwise op does.
+
+Each :class:`ScalarOp` bundles three views of the same function:
+
+* ``impl`` — the NumPy implementation over whole arrays (usually a ufunc,
+  so it can write into an ``out=`` buffer);
+* ``grad`` — the symbolic derivative, written with tensor operations;
+* ``c_expr`` — a C/CUDA expression template, used when a fused chain of
+  elementwise ops is compiled into one GPU kernel.
+
+Output dtypes are not written down by hand: they are whatever NumPy produces
+for arrays of the input dtypes, so coursekit follows NumPy 2's rules exactly.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+_DTYPE_CACHE: dict = {}
+
+
+class ScalarOp:
+    """One elementwise function; equal by name (and props, for subclasses)."""
+
+    def __init__(self, name, nin, impl, grad=None, c_expr=None, uses_output=False):
+        self.name, self.nin, self.impl = name, nin, impl
+        self.grad_fn, self.c_expr, self.uses_output = grad, c_expr, uses_output
+        self.is_ufunc = isinstance(impl, np.ufunc)
+
+    def key(self):
+        return (self.name,)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.key() == other.key()
+
+    def __hash__(self):
+        return hash((type(self), self.key()))
+
+    def __str__(self):
+        return self.name
+
+    __repr__ = __str__
+
+    def output_dtype(self, *dtypes):
+        """The dtype NumPy gives for arrays of these dtypes (cached)."""
+        key = (self.key(), dtypes)
+        if key not in _DTYPE_CACHE:
+            probes = [np.ones(1, dtype=d) for d in dtypes]
+            with np.errstate(all="ignore"):
+                _DTYPE_CACHE[key] = np.asarray(self.impl(*probes)).dtype.name
+        return _DTYPE_CACHE[key]
+
+    def grad(self, inputs, output, gz):
+        if self.grad_fn is None:
+            raise NotImplementedError(f"the elementwise op {self.name} has no gradient")
+        return self.grad_fn(inputs, output, gz)
+
+
+class Cast(ScalarOp):
+    """Convert to a dtype (``T.cast(x, 'float32')``)."""
+
+    def __init__(self, dtype):
+        self.dtype = np.dtype(dtype).name
+        super().__init__(f"cast{{{self.dtype}}}", 1, self._cast, grad=self._grad,
+                         c_expr=f"({_C_TYPES.get(self.dtype, self.dtype)})({{0}})")
+
+    def key(self):
+        return ("cast", self.dtype)
+
+    def _cast(self, x, out=None):
+        if out is not None:
+            np.copyto(out, x, casting="unsafe")
+            return out
+        return np.asarray(x).astype(self.dtype)
+
+    def output_dtype(self, *dtypes):
+        return self.dtype
+
+    @staticmethod
+    def _grad(inputs, output, gz):
+        (x,) = inputs
+        if x.type.dtype[0] not in "fc":
+            return [None]
+        from .math import cast
+
+        return [cast(gz, x.type.dtype)]
+
+
+_C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
+            "int8": "signed char", "uint8": "unsigned char", "int16": "short", "bool": "bool",
+            "float16": "__half", "uint32": "unsigned int", "uint64": "unsigned long long"}
+
+
+def c_type(dtype):
+    return _C_TYPES[np.dtype(dtype).name]
+
+
+# ------------------------------------------------------------------ impls
+def sigmoid_impl(x, out=None):
+    """1 / (1 + exp(-x)) computed as exp(-log(1 + exp(-x))): no overflow, accurate in both tails."""
+    if out is None:
+        return np.exp(-np.logaddexp(0, -x))
+    t = np.negative(x, out=out)
+    np.logaddexp(0, t, out=t)
+    np.negative(t, out=t)
+    return np.exp(t, out=t)
+
+
+def softplus_impl(x, out=None):
+    return np.logaddexp(0, x, out=out)
+
+
+def relu_impl(x, out=None):
+    return np.maximum(x, 0, out=out)
+
+
+def switch_impl(cond, a, b, out=None):
+    result = np.where(cond, a, b)
+    if out is not None:
+        out[...] = result
+        return out
+    return result
+
+
+def second_impl(a, b, out=None):
+    """``b`` broadcast to the shape of ``a`` (and ``b``): Theano's ``second``."""
+    if out is None:
+        out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)), dtype=np.result_type(b))
+    out[...] = b
+    return out
+
+
+def identity_impl(x, out=None):
+    if out is not None:
+        np.copyto(out, x)
+        return out
+    return np.array(x, copy=True)
+
+
+# ----------------------------------------------------------------- grads
+def _g(fn):
+    """Grad helpers import the tensor math module lazily (it imports us)."""
+    def grad(inputs, output, gz):
+        from . import math as M
+        return fn(M, inputs, output, gz)
+    return grad
+
+
+def _zero_grads(inputs, output, gz):
+    from .math import zeros_like
+    return [zeros_like(i) if i.type.dtype[0] in "fc" else None for i in inputs]
+
+
+_OPS = {}
+
+
+def _def(name, nin, impl, grad=None, c=None, uses_output=False):
+    _OPS[name] = ScalarOp(name, nin, impl, grad, c, uses_output)
+
+
+_def("add", 2, np.add, _g(lambda M, i, z, g: [g, g]), "({0} + {1})")
+_def("sub", 2, np.subtract, _g(lambda M, i, z, g: [g, -g]), "({0} - {1})")
+_def("mul", 2, np.multiply, _g(lambda M, i, z, g: [g * i[1], g * i[0]]), "({0} * {1})")
+_def("true_div", 2, np.true_divide, _g(lambda M, i, z, g: [g / i[1], -g * i[0] / (i[1] * i[1])]), "({0} / {1})")
+_def("int_div", 2, np.floor_divide, _zero_grads, "floor({0} / {1})")
+_def("mod", 2, np.mod, _g(lambda M, i, z, g: [g, -g * M.floor(i[0] / i[1])]), "fmod({0}, {1})")
+_def("pow", 2, np.power,
+     _g(lambda M, i, z, g: [g * i[1] * i[0] ** (i[1] - 1), g * z * M.log(i[0])]), "pow({0}, {1})", True)
+_def("neg", 1, np.negative, _g(lambda M, i, z, g: [-g]), "(-{0})")
+_def("exp", 1, np.exp, _g(lambda M, i, z, g: [g * z]), "exp({0})", True)
+_def("log", 1, np.log, _g(lambda M, i, z, g: [g / i[0]]), "log({0})")
+_def("log1p", 1, np.log1p, _g(lambda M, i, z, g: [g / (1 + i[0])]), "log1p({0})")
+_def("expm1", 1, np.expm1, _g(lambda M, i, z, g: [g * (z + 1)]), "expm1({0})", True)
+_def("tanh", 1, np.tanh, _g(lambda M, i, z, g: [g * (1 - z * z)]), "tanh({0})", True)
+_def("sqrt", 1, np.sqrt, _g(lambda M, i, z, g: [g * 0.5 / z]), "sqrt({0})", True)
+_def("sqr", 1, np.square, _g(lambda M, i, z, g: [g * 2 * i[0]]), "({0} * {0})")
+_def("abs", 1, np.abs, _g(lambda M, i, z, g: [g * M.sgn(i[0])]), "fabs({0})")
+_def("sgn", 1, np.sign, _zero_grads, "(({0} > 0) - ({0} < 0))")
+_def("sin", 1, np.sin, _g(lambda M, i, z, g: [g * M.cos(i[0])]), "sin({0})")
+_def("cos", 1, np.cos, _g(lambda M, i, z, g: [-g * M.sin(i[0])]), "cos({0})")
+_def("floor", 1, np.floor, _zero_grads, "floor({0})")
+_def("ceil", 1, np.ceil, _zero_grads, "ceil({0})")
+_def("sigmoid", 1, sigmoid_impl, _g(lambda M, i, z, g: [g * z * (1 - z)]), "(1 / (1 + exp(-{0})))", True)
+_def("softplus", 1, softplus_impl, _g(lambda M, i, z, g: [g * M.sigmoid(i[0])]),
+     "({0} > 30 ? {0} : log1p(exp({0})))")
+_def("relu", 1, relu_impl, _g(lambda M, i, z, g: [M.switch(i[0] > 0, g, 0)]), "({0} > 0 ? {0} : 0)")
+_def("maximum", 2, np.maximum,
+     _g(lambda M, i, z, g: [M.switch(i[0] >= i[1], g, 0), M.switch(i[0] >= i[1], 0, g)]), "max({0}, {1})")
+_def("minimum", 2, np.minimum,
+     _g(lambda M, i, z, g: [M.switch(i[0] <= i[1], g, 0), M.switch(i[0] <= i[1], 0, g)]), "min({0}, {1})")
+_def("switch", 3, switch_impl,
+     _g(lambda M, i, z, g: [None, M.switch(i[0], g, 0), M.switch(i[0], 0, g)]), "({0} ? {1} : {2})")
+_def("second", 2, second_impl, _g(lambda M, i, z, g: [None, g]), "({1})")
+_def("identity", 1, identity_impl, _g(lambda M, i, z, g: [g]), "({0})")
+for _name, _uf, _c in [("gt", np.greater, ">"), ("lt", np.less, "<"), ("ge", np.greater_equal, ">="),
+                       ("le", np.less_equal, "<="), ("eq", np.equal, "=="), ("neq", np.not_equal, "!=")]:
+    _def(_name, 2, _uf, _zero_grads, f"({{0}} {_c} {{1}})")
+_def("and_", 2, np.bitwise_and, _zero_grads, "({0} & {1})")
+_def("or_", 2, np.bitwise_or, _zero_grads, "({0} | {1})")
+_def("invert", 1, np.invert, _zero_grads, "(~{0})")
+
+
+def get(name) -> ScalarOp:
+    return _OPS[name]
+
+
+def all_names():
+    return sorted(_OPS)

@@ -1,0 +1,106 @@
+"""Shape-related ops: ``x.shape``, ``reshape``, building small vectors, joining."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Constant, Op
+from .type import TensorType
+
+lvector = TensorType("int64", (False,))
+
+
+class Shape(Op):
+    """``x.shape`` as a symbolic int64 vector."""
+
+    def make_node(self, x):
+        from .var import as_tensor_variable
+
+        x = as_tensor_variable(x)
+        return Apply(self, [x], [TensorType("int64", (x.type.ndim == 1,)).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.asarray(inputs[0].shape, dtype="int64")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]
+
+
+class MakeVector(Op):
+    """Stack scalars into a vector (``T.stack([a, b])`` of scalars)."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def make_node(self, *scalars):
+        return Apply(self, list(scalars), [TensorType(self.dtype, (len(scalars) == 1,)).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.array(inputs, dtype=self.dtype)
+
+    def grad(self, inputs, output_grads):
+        (gz,) = output_grads
+        return [gz[i] if x.type.dtype[0] in "fc" else None for i, x in enumerate(inputs)]
+
+
+class Reshape(Op):
+    """Reshape to a shape given as an int64 vector (a view when NumPy can make one)."""
+
+    __props__ = ("ndim",)
+    view_map = {0: [0]}
+
+    def __init__(self, ndim):
+        self.ndim = ndim
+
+    def make_node(self, x, shape):
+        bcast = (False,) * self.ndim
+        if isinstance(shape, Constant):
+            bcast = tuple(int(s) == 1 for s in shape.data)
+        return Apply(self, [x, shape], [TensorType(x.type.dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, shape = inputs
+        try:
+            output_storage[0][0] = x.reshape(tuple(int(s) for s in shape))
+        except ValueError as exc:
+            raise ValueError(f"cannot reshape an array of shape {x.shape} into {tuple(shape)}: {exc}") from None
+
+    def grad(self, inputs, output_grads):
+        x, _ = inputs
+        from . import math as M
+
+        return [M.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
+
+
+class Join(Op):
+    """Concatenate tensors along an axis (``T.concatenate``)."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis):
+        self.axis = axis
+
+    def make_node(self, *tensors):
+        ndim = tensors[0].type.ndim
+        if any(t.type.ndim != ndim for t in tensors):
+            raise TypeError(f"concatenate needs tensors of equal rank, got {[str(t.type) for t in tensors]}")
+        dtype = np.result_type(*[t.type.dtype for t in tensors]).name
+        bcast = tuple(False if i == self.axis else all(t.type.broadcastable[i] for t in tensors)
+                      for i in range(ndim))
+        return Apply(self, list(tensors), [TensorType(dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.concatenate(inputs, axis=self.axis)
+
+    def grad(self, inputs, output_grads):
+        from . import math as M
+
+        (gz,) = output_grads
+        grads, start = [], 0
+        sizes = [M.shape(t)[self.axis] for t in inputs]
+        for t, size in zip(inputs, sizes):
+            index = [slice(None)] * self.axis + [slice(start, start + size)]
+            grads.append(gz[tuple(index)])
+            start = start + size
+        return grads

@@ -1,0 +1,202 @@
+"""Indexing: ``x[1:3, i]`` (basic, a view), ``x[int_vector]`` (advanced, a copy).
+
+Basic indices may be symbolic integer scalars.  The op keeps a template of
+the index (``idx_list``) with placeholders where symbolic values go; those
+values are extra inputs of the node.  Slices are stored as tuples because
+Python's slice objects are not hashable and ops must be.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Op, Variable
+from .type import TensorType
+
+_SYM = "?"  # placeholder for a symbolic integer in idx_list
+
+
+def _encode(entry, symbolic):
+    """Turn one index entry into a hashable template; collect symbolic parts."""
+    def part(v):
+        if v is None:
+            return None
+        if isinstance(v, Variable):
+            if v.type.ndim != 0 or v.type.dtype[0] not in "iu":
+                raise TypeError(f"an index must be an integer scalar, got {v.type}")
+            symbolic.append(v)
+            return _SYM
+        if isinstance(v, (int, np.integer)):
+            return int(v)
+        raise TypeError(f"index entries must be ints, slices, None or integer scalars; got {v!r}")
+
+    if isinstance(entry, slice):
+        return ("slice", part(entry.start), part(entry.stop), part(entry.step))
+    if entry is None:
+        return ("newaxis",)
+    return ("int", part(entry))
+
+
+def _decode(idx_list, values):
+    it = iter(values)
+    fill = lambda p: next(it) if p == _SYM else p  # noqa: E731
+    index = []
+    for entry in idx_list:
+        if entry[0] == "slice":
+            index.append(slice(fill(entry[1]), fill(entry[2]), fill(entry[3])))
+        elif entry[0] == "newaxis":
+            index.append(None)
+        else:
+            index.append(int(fill(entry[1])))
+    return tuple(index)
+
+
+def _output_bcast(idx_list, bcast):
+    out, axis = [], 0
+    for entry in idx_list:
+        if entry[0] == "newaxis":
+            out.append(True)
+            continue
+        if entry[0] == "slice":
+            whole = entry[1] is None and entry[2] is None and entry[3] in (None, 1)
+            out.append(bcast[axis] if whole else False)
+        axis += 1
+    return tuple(out) + tuple(bcast[axis:])
+
+
+class Subtensor(Op):
+    """Basic indexing; the output is a view of the input."""
+
+    __props__ = ("idx_list",)
+    view_map = {0: [0]}
+
+    def __init__(self, idx_list):
+        self.idx_list = tuple(idx_list)
+
+    def __str__(self):
+        return "Subtensor{" + ", ".join(_describe(e) for e in self.idx_list) + "}"
+
+    def make_node(self, x, *index_vars):
+        n_axes = sum(e[0] != "newaxis" for e in self.idx_list)
+        if n_axes > x.type.ndim:
+            raise IndexError(f"too many indices ({n_axes}) for {x.type}")
+        bcast = _output_bcast(self.idx_list, x.type.broadcastable)
+        return Apply(self, [x, *index_vars], [TensorType(x.type.dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, *values = inputs
+        index = _decode(self.idx_list, values)
+        try:
+            result = x[index]
+        except IndexError as exc:
+            raise IndexError(f"index {index} is out of bounds for an array of shape {x.shape}: {exc}") from None
+        output_storage[0][0] = np.asarray(result) if not hasattr(result, "shape") else result
+
+    def grad(self, inputs, output_grads):
+        from . import math as M
+
+        x, *values = inputs
+        gx = IncSubtensor(self.idx_list)(M.zeros_like(x), output_grads[0], *values)
+        return [gx] + [None] * len(values)
+
+
+class IncSubtensor(Op):
+    """``x`` with ``y`` added to (or written into) ``x[index]``; returns a new array."""
+
+    __props__ = ("idx_list", "set_instead_of_inc")
+
+    def __init__(self, idx_list, set_instead_of_inc=False):
+        self.idx_list, self.set_instead_of_inc = tuple(idx_list), set_instead_of_inc
+
+    def make_node(self, x, y, *index_vars):
+        from .var import as_tensor_variable
+
+        return Apply(self, [x, as_tensor_variable(y), *index_vars], [x.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, y, *values = inputs
+        out = x.copy()
+        index = _decode(self.idx_list, values)
+        if self.set_instead_of_inc:
+            out[index] = y
+        else:
+            out[index] += y
+        output_storage[0][0] = out
+
+    def grad(self, inputs, output_grads):
+        from . import math as M
+        from .elemwise import reduce_to_broadcast
+
+        x, y, *values = inputs
+        (gz,) = output_grads
+        gx = IncSubtensor(self.idx_list, True)(gz, 0, *values) if self.set_instead_of_inc else gz
+        gy = Subtensor(self.idx_list)(gz, *values)
+        if gy.type.ndim > y.type.ndim:
+            gy = M.sum(gy, axis=tuple(range(gy.type.ndim - y.type.ndim)))
+        return [gx, reduce_to_broadcast(gy, y) if gy.type.ndim == y.type.ndim else gy] + [None] * len(values)
+
+
+class AdvancedSubtensor1(Op):
+    """``x[int_vector]``: gather rows (a copy)."""
+
+    def make_node(self, x, idx):
+        if idx.type.ndim != 1 or idx.type.dtype[0] not in "iu":
+            raise TypeError(f"advanced indexing takes an integer vector, got {idx.type}")
+        bcast = (False,) + x.type.broadcastable[1:]
+        return Apply(self, [x, idx], [TensorType(x.type.dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, idx = inputs
+        output_storage[0][0] = x[idx]
+
+    def grad(self, inputs, output_grads):
+        return [_adv_inc(inputs, output_grads), None]
+
+
+def _adv_inc(inputs, output_grads):
+    from . import math as M
+
+    return AdvancedIncSubtensor1()(M.zeros_like(inputs[0]), output_grads[0], inputs[1])
+
+
+class AdvancedIncSubtensor1(Op):
+    """``x`` with ``y`` added at rows ``idx`` (repeated rows accumulate)."""
+
+    def make_node(self, x, y, idx):
+        return Apply(self, [x, y, idx], [x.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, y, idx = inputs
+        out = x.copy()
+        np.add.at(out, idx, y)
+        output_storage[0][0] = out
+
+    def grad(self, inputs, output_grads):
+        (gz,) = output_grads
+        return [gz, AdvancedSubtensor1()(gz, inputs[2]), None]
+
+
+def _describe(entry):
+    if entry[0] == "newaxis":
+        return "newaxis"
+    if entry[0] == "int":
+        return str(entry[1])
+    return ":".join("" if p is None else str(p) for p in entry[1:3]) + (f":{entry[3]}" if entry[3] else "")
+
+
+def make_subtensor(x, index):
+    """Build the node for ``x[index]``."""
+    from .var import as_tensor_variable
+
+    if not isinstance(index, tuple):
+        index = (index,)
+    if len(index) == 1 and isinstance(index[0], (list, np.ndarray)) or (
+            len(index) == 1 and isinstance(index[0], Variable) and index[0].type.ndim == 1):
+        return AdvancedSubtensor1()(x, as_tensor_variable(index[0]) if not isinstance(index[0], Variable)
+                                    else index[0])
+    if any(i is Ellipsis for i in index):
+        pos = index.index(Ellipsis)
+        fill = x.type.ndim - (len(index) - 1 - sum(i is None for i in index))
+        index = index[:pos] + (slice(None),) * fill + index[pos + 1:]
+    symbolic = []
+    idx_list = tuple(_encode(e, symbolic) for e in index)
+    return Subtensor(idx_list)(x, *symbolic)

@@ -1,0 +1,205 @@
+"""Symbolic tensors: operator overloading and conversion of Python values.
+
+``x + 1`` on a :class:`TensorVariable` builds a graph node instead of
+computing anything.  Python numbers are *weak* (NumPy 2 rules): in
+``float32_vector * 2.5`` the constant becomes float32, so the result stays
+float32, just as ``np.float32 array * 2.5`` does in NumPy.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ..graph import Constant, Variable
+from .type import TensorType
+
+
+class _TensorMethods:
+    """Operators and methods shared by tensor variables and constants."""
+
+    # arithmetic -------------------------------------------------------
+    def __add__(self, other): return _M().add(self, other)
+    def __radd__(self, other): return _M().add(other, self)
+    def __sub__(self, other): return _M().sub(self, other)
+    def __rsub__(self, other): return _M().sub(other, self)
+    def __mul__(self, other): return _M().mul(self, other)
+    def __rmul__(self, other): return _M().mul(other, self)
+    def __truediv__(self, other): return _M().true_div(self, other)
+    def __rtruediv__(self, other): return _M().true_div(other, self)
+    def __floordiv__(self, other): return _M().int_div(self, other)
+    def __rfloordiv__(self, other): return _M().int_div(other, self)
+    def __mod__(self, other): return _M().mod(self, other)
+    def __pow__(self, other): return _M().pow(self, other)
+    def __rpow__(self, other): return _M().pow(other, self)
+    def __neg__(self): return _M().neg(self)
+    def __abs__(self): return _M().abs(self)
+    def __gt__(self, other): return _M().gt(self, other)
+    def __lt__(self, other): return _M().lt(self, other)
+    def __ge__(self, other): return _M().ge(self, other)
+    def __le__(self, other): return _M().le(self, other)
+    def __and__(self, other): return _M().and_(self, other)
+    def __or__(self, other): return _M().or_(self, other)
+    def __invert__(self): return _M().invert(self)
+    def __matmul__(self, other): return _M().dot(self, other)
+    def __rmatmul__(self, other): return _M().dot(other, self)
+
+    # == stays identity (graphs are put in dicts and sets); use T.eq for elementwise equality
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise TypeError(
+            "a symbolic variable has no truth value yet (it is computed later). "
+            "Use T.switch(cond, a, b) for a choice inside the graph, or compile and call a function."
+        )
+
+    def __iter__(self):
+        raise TypeError("a symbolic tensor cannot be iterated over; index it (x[i]) or use a reduction instead")
+
+    def __len__(self):
+        raise TypeError("len() of a symbolic tensor is not known until it runs; use x.shape[0]")
+
+    # shape and layout -------------------------------------------------
+    @property
+    def ndim(self): return self.type.ndim
+    @property
+    def dtype(self): return self.type.dtype
+    @property
+    def broadcastable(self): return self.type.broadcastable
+    @property
+    def T(self): return self.transpose()
+    @property
+    def shape(self): return _M().shape(self)
+    @property
+    def size(self): return _M().prod(self.shape)
+
+    def transpose(self, *axes):
+        if not axes:
+            axes = tuple(reversed(range(self.ndim)))
+        elif len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return self.dimshuffle(*axes)
+
+    def dimshuffle(self, *pattern):
+        from .elemwise import DimShuffle
+
+        if len(pattern) == 1 and isinstance(pattern[0], (tuple, list)):
+            pattern = tuple(pattern[0])
+        return DimShuffle(self.type.broadcastable, pattern)(self)
+
+    def reshape(self, *shape, ndim=None):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list, Variable)):
+            shape = shape[0]
+        return _M().reshape(self, shape, ndim=ndim)
+
+    def flatten(self, ndim=1):
+        return _M().flatten(self, ndim)
+
+    def astype(self, dtype): return _M().cast(self, dtype)
+    def __getitem__(self, index): return _M().getitem(self, index)
+
+    # reductions -------------------------------------------------------
+    def sum(self, axis=None, keepdims=False): return _M().sum(self, axis, keepdims=keepdims)
+    def mean(self, axis=None, keepdims=False): return _M().mean(self, axis, keepdims=keepdims)
+    def max(self, axis=None, keepdims=False): return _M().max(self, axis, keepdims=keepdims)
+    def min(self, axis=None, keepdims=False): return _M().min(self, axis, keepdims=keepdims)
+    def prod(self, axis=None, keepdims=False): return _M().prod(self, axis, keepdims=keepdims)
+    def dot(self, other): return _M().dot(self, other)
+    def exp(self): return _M().exp(self)
+    def log(self): return _M().log(self)
+    def sqrt(self): return _M().sqrt(self)
+
+
+def _M():
+    from . import math
+
+    return math
+
+
+class TensorVariable(_TensorMethods, Variable):
+    """A symbolic tensor (the result of an op, or a function input)."""
+
+
+class TensorConstant(_TensorMethods, Constant):
+    """A tensor whose value is fixed in the graph."""
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        if self.data.ndim == 0:
+            return str(self.data.item())
+        text = np.array2string(self.data, threshold=5)
+        return text if len(text) <= 30 else f"TensorConstant{{{self.type}}}"
+
+
+def _is_python_number(value):
+    return isinstance(value, (numbers.Number, bool)) and not isinstance(value, np.generic)
+
+
+def constant(value, name=None, dtype=None):
+    """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64."""
+    from ..config import config
+
+    if dtype is None and _is_python_number(value):
+        if isinstance(value, bool):
+            dtype = "bool"
+        elif isinstance(value, numbers.Integral):
+            dtype = "int64"
+        elif isinstance(value, numbers.Real):
+            dtype = config.floatX
+        else:
+            dtype = "complex128"
+    try:
+        data = np.asarray(value, dtype=dtype)
+    except OverflowError as exc:
+        raise OverflowError(f"the constant {value!r} does not fit in {dtype}: {exc}") from None
+    if data.dtype == object:
+        raise TypeError(f"cannot make a tensor constant out of {type(value).__name__} {value!r}")
+    bcast = tuple(s == 1 for s in data.shape)
+    return TensorConstant(TensorType(data.dtype, bcast), data, name=name)
+
+
+def as_tensor_variable(value, name=None, ndim=None):
+    """Turn a variable, an array or a Python number into a tensor variable."""
+    if isinstance(value, Variable):
+        if not isinstance(value.type, TensorType):
+            raise TypeError(f"expected a tensor, got {value} of type {value.type}")
+        result = value
+    elif isinstance(value, (list, tuple)) and any(isinstance(v, Variable) for v in value):
+        result = _M().stack(value)
+    elif type(value).__module__.startswith("cupy") or type(value).__name__ == "SimArray":
+        raise TypeError(
+            "a device array cannot be used directly in a graph; put it in a shared variable "
+            "(coursekit.shared(...)) or pass it as a function input")
+    else:
+        result = constant(value, name=name)
+    if ndim is not None and result.type.ndim != ndim:
+        raise TypeError(f"expected a {ndim}-d tensor, got {result.type}")
+    return result
+
+
+def weak_constants(args):
+    """Convert a mix of tensors and Python numbers with NumPy 2's weak-scalar rule.
+
+    Python numbers take the dtype NumPy would give them next to the tensor
+    arguments: ``float32 + 2.5`` keeps float32, ``int32 / 2`` becomes float64
+    (through the op, not the constant).  Returns tensor variables.
+    """
+    tensors = [a for a in args if isinstance(a, Variable)]
+    if not tensors or all(isinstance(a, Variable) for a in args):
+        return [as_tensor_variable(a) for a in args]
+    dtypes = [np.dtype(a.type.dtype) for a in tensors]
+    result = []
+    for a in args:
+        if isinstance(a, Variable):
+            result.append(as_tensor_variable(a))
+        elif _is_python_number(a):
+            dtype = np.result_type(*dtypes, a)
+            try:
+                result.append(constant(a, dtype=dtype))
+            except OverflowError as exc:
+                raise OverflowError(f"{exc} (NumPy 2 refuses out-of-range Python integers next to {dtype} "
+                                    f"arrays; cast the tensor to a wider dtype first)") from None
+        else:
+            result.append(as_tensor_variable(a))
+    return result
