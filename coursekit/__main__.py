@@ -1,0 +1,106 @@
+"""Command line: ``python -m coursekit exercises|grade ...`` (also installed as ``coursekit``).
+
+* ``coursekit exercises [--check]`` regenerates ``exercises/`` from ``solutions/`` (or, with
+  ``--check``, only lists the stale files and exits 1 when there are any: the same test CI runs);
+* ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks.
+
+See docs/teaching.md for the whole workflow. Only the course machinery is imported here, lazily,
+so that these commands work even while the array compiler is being changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _exercises(args) -> int:
+    from coursekit.course.exercises import ExerciseError, generate
+
+    solutions = Path(args.solutions)
+    if not solutions.is_dir():
+        print(f"error: {solutions}/ not found (in {Path.cwd()}); run from the repository root or pass "
+              f"--solutions DIR.", file=sys.stderr)
+        return 2
+    try:
+        stale = generate(solutions, args.exercises, check=args.check)
+    except ExerciseError as exc:
+        print(f"error: cannot generate exercises; fix these in {solutions}/:\n{exc}", file=sys.stderr)
+        return 2
+    sources = {p.name for p in solutions.glob("*.ipynb")}
+    orphans = [p for p in stale if p.name not in sources]
+    for path in orphans:
+        print(f"{path}: no source in {solutions}/; delete it or add {solutions / path.name}", file=sys.stderr)
+    regenerated = [p for p in stale if p.name in sources]
+    if args.check:
+        for path in regenerated:
+            print(f"{path}: out of date with {solutions / path.name}", file=sys.stderr)
+        if stale:
+            print("run `python -m coursekit exercises` and commit the result.", file=sys.stderr)
+            return 1
+        print(f"exercises up to date ({len(sources)} notebooks).")
+        return 0
+    for path in regenerated:
+        print(f"wrote {path}")
+    print(f"{len(regenerated)} of {len(sources)} exercise notebooks regenerated.")
+    return 1 if orphans else 0
+
+
+def _grade(args) -> int:
+    from coursekit.course.grader import grade
+    from coursekit.course.report import number, write_reports
+
+    try:
+        scores, warnings = grade(
+            args.submissions, args.reference, cell_timeout=args.cell_timeout,
+            notebook_timeout=args.notebook_timeout, jobs=args.jobs, executed_dir=args.executed,
+            progress=not args.no_progress,
+        )
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    csv_path, md_path = write_reports(scores, args.out, warnings)
+    students = len({s.student for s in scores})
+    got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
+    print(f"graded {students} students: {number(got)}/{number(out_of)} points in all.")
+    print(f"wrote {csv_path} and {md_path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="coursekit", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ex = commands.add_parser("exercises", help="generate exercises/ from solutions/",
+                             description="Regenerate the student notebooks from the solutions notebooks.")
+    ex.add_argument("--check", action="store_true", help="write nothing; exit 1 listing stale exercises")
+    ex.add_argument("--solutions", default="solutions", help="source notebooks (default: solutions)")
+    ex.add_argument("--exercises", default="exercises", help="generated notebooks (default: exercises)")
+    ex.set_defaults(func=_exercises)
+
+    gr = commands.add_parser("grade", help="grade a folder of student submissions",
+                             description="Grade SUBMISSIONS/<student>/<NN_name>.ipynb (or "
+                                         "SUBMISSIONS/<student>__<NN_name>.ipynb) against the reference.")
+    gr.add_argument("submissions", help="folder of submissions")
+    gr.add_argument("--out", default="grades.csv", help="CSV to write; the Markdown summary goes next to it "
+                                                        "(default: grades.csv)")
+    gr.add_argument("--reference", default="exercises", help="reference notebooks (default: exercises)")
+    gr.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default: 60)")
+    gr.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default: 600)")
+    gr.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: 1)")
+    gr.add_argument("--executed", metavar="DIR", help="also save each executed notebook as DIR/<student>/<NN_name>.ipynb")
+    gr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gr.set_defaults(func=_grade)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

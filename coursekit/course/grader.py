@@ -1,0 +1,241 @@
+"""Grade a folder of student submissions against the reference notebooks.
+
+For every (student, notebook) pair the grader
+
+1. finds the submission (``SUBMISSIONS/<student>/<NN_name>.ipynb`` or the flat
+   ``SUBMISSIONS/<student>__<NN_name>.ipynb``; a renamed copy such as ``05_logreg-Copy1.ipynb`` is
+   matched by its ``NN_`` prefix when that is unambiguous);
+2. restores every graded cell from the reference notebook (see :func:`restore_graded`), so that a
+   student cannot win points by editing or weakening a check;
+3. runs the result with :func:`coursekit.course.runner.run_notebook`: its own process, a fresh
+   temporary working directory, ``COURSEKIT_SIZE=small``, per-cell and per-notebook time limits,
+   errors allowed so that one failure does not hide the later cells;
+4. scores each graded cell: its points if it ran without error, otherwise 0 and the reason.
+
+The reference is normally ``exercises/``: its graded cells are identical to those of
+``solutions/`` (the generator guarantees it) and it is what the students were given.
+
+What the grader does not protect against: student code runs in the same kernel as the checks, so a
+determined student could, say, monkeypatch ``numpy.allclose`` before a graded cell. Read the
+executed notebooks (``--executed``) of surprising scores. It also does not sandbox the student's
+code: run it as an unprivileged user, or in a container.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tempfile
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from .runner import run_notebook
+
+FLAT_SEPARATOR = "__"
+PREFIX_RE = re.compile(r"^(\d+)_")
+
+
+@dataclass(frozen=True)
+class Score:
+    """One row of the score table: one graded cell of one student's notebook."""
+
+    student: str
+    notebook: str
+    cell_id: str
+    points: float
+    max_points: float
+    reason: str
+
+
+@dataclass
+class Reference:
+    """A reference notebook: its stem (``05_logreg``), the parsed notebook and its graded cells."""
+
+    name: str
+    nb: object
+    cells: list[GradedCell]
+
+
+def load_references(reference_dir) -> list[Reference]:
+    """Every notebook of ``reference_dir`` that has graded cells, in name order."""
+    reference_dir = Path(reference_dir)
+    if not reference_dir.is_dir():
+        raise FileNotFoundError(
+            f"reference folder {reference_dir} does not exist; pass --reference (normally exercises/)."
+        )
+    references = []
+    for path in sorted(reference_dir.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        cells = graded_cells(nb)
+        if cells:
+            references.append(Reference(path.stem, nb, cells))
+    if not references:
+        raise ValueError(f"no notebook in {reference_dir} has a graded cell; nothing to grade.")
+    return references
+
+
+def find_submissions(submissions_dir, references: list[Reference]):
+    """Map each student to ``{reference name: submission path}``; also return warnings.
+
+    Students are the sub-folders of ``submissions_dir`` plus the ``<student>__`` prefixes of flat
+    files. Files that match no reference are reported in the warnings, never silently graded.
+    """
+    submissions_dir = Path(submissions_dir)
+    if not submissions_dir.is_dir():
+        raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist.")
+    names = [ref.name for ref in references]
+    found: dict[str, list[Path]] = {}
+    warnings: list[str] = []
+    for entry in sorted(submissions_dir.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            files = [p for p in sorted(entry.rglob("*.ipynb")) if ".ipynb_checkpoints" not in p.parts]
+            found.setdefault(entry.name, []).extend(files)
+        elif entry.suffix == ".ipynb" and FLAT_SEPARATOR in entry.stem:
+            found.setdefault(entry.stem.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
+        else:
+            warnings.append(
+                f"ignored {entry.name}: expected a folder per student or <student>{FLAT_SEPARATOR}<NN_name>.ipynb"
+            )
+    students = {}
+    for student, files in found.items():
+        students[student] = {}
+        for path in files:
+            name = _match(_notebook_name(path), names)
+            if name is None:
+                warnings.append(f"{student}: ignored {path.name}: it matches no reference notebook ({', '.join(names)})")
+            elif name in students[student]:
+                warnings.append(
+                    f"{student}: two submissions for {name} ({students[student][name].name}, {path.name}); "
+                    f"graded {students[student][name].name}"
+                )
+            else:
+                students[student][name] = path
+    return students, warnings
+
+
+def _notebook_name(path: Path) -> str:
+    stem = path.stem
+    return stem.split(FLAT_SEPARATOR, 1)[1] if FLAT_SEPARATOR in stem else stem
+
+
+def _match(stem: str, names: list[str]) -> str | None:
+    """Exact name first; else the unique reference with the same ``NN_`` number prefix."""
+    if stem in names:
+        return stem
+    prefix = PREFIX_RE.match(stem)
+    if prefix:
+        same = [name for name in names if name.startswith(prefix.group(0))]
+        if len(same) == 1:
+            return same[0]
+    return None
+
+
+def restore_graded(submission, reference: Reference):
+    """Return ``(notebook, {graded id: cell index or None})`` with every graded cell restored.
+
+    A reference graded cell is located in the submission by its coursekit id, else by its notebook
+    cell id (JupyterLab keeps those), else by identical source; the cell found is replaced by a code
+    cell with the reference's source and metadata, whatever the student did to it (edited, turned into
+    Markdown, retagged). Graded-looking cells with unknown ids lose their markers and run as
+    ordinary cells. A graded cell that cannot be found maps to None: it scores nothing.
+    """
+    nb = copy.deepcopy(submission)
+    placed: dict[str, int] = {}
+    taken: set[int] = set()
+
+    def place(cell_id: str, index: int) -> None:
+        if cell_id not in placed and index not in taken:
+            placed[cell_id] = index
+            taken.add(index)
+
+    for index, cell in enumerate(nb.cells):
+        meta = cell.get("metadata", {}).get(METADATA_KEY)
+        if isinstance(meta, dict) and meta.get("id") in {c.id for c in reference.cells}:
+            place(meta["id"], index)
+    for graded in reference.cells:
+        notebook_id = reference.nb.cells[graded.index].get("id")
+        for index, cell in enumerate(nb.cells):
+            if graded.id in placed:
+                break
+            if (notebook_id and cell.get("id") == notebook_id) or cell.get("source") == graded.source:
+                place(graded.id, index)
+
+    by_index = {index: cell_id for cell_id, index in placed.items()}
+    reference_cells = {c.id: reference.nb.cells[c.index] for c in reference.cells}
+    for index, cell in enumerate(nb.cells):
+        if index in by_index:
+            original = reference_cells[by_index[index]]
+            restored = nbformat.v4.new_code_cell(source=original.source, metadata=copy.deepcopy(original.metadata))
+            if "id" in cell:
+                restored["id"] = cell["id"]
+            else:
+                restored.pop("id", None)
+            nb.cells[index] = restored
+        elif is_graded(cell):
+            cell.metadata.pop(METADATA_KEY, None)
+            tags = [tag for tag in cell.metadata.get("tags", []) if tag != GRADED_TAG]
+            cell.metadata["tags"] = tags
+    return nb, {c.id: placed.get(c.id) for c in reference.cells}
+
+
+def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_timeout, executed_dir=None):
+    """Scores for one student's notebook (``path`` None: not submitted)."""
+
+    def all_zero(reason):
+        return [Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells]
+
+    if path is None:
+        return all_zero("missing notebook")
+    try:
+        submission = nbformat.read(path, as_version=4)
+    except Exception as exc:  # not JSON, not a notebook: the student still gets a row per cell
+        return all_zero(f"unreadable notebook: {type(exc).__name__}: {exc}"[:200])
+    restored, where = restore_graded(submission, reference)
+    executed = Path(executed_dir) / student / f"{reference.name}.ipynb" if executed_dir else None
+    with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
+        run_path = Path(tmp) / f"{reference.name}.ipynb"
+        nbformat.write(restored, run_path)
+        run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                           executed_path=executed)
+    scores = []
+    for cell in reference.cells:
+        if where[cell.id] is None:
+            scores.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell"))
+            continue
+        outcome = run.outcome(where[cell.id])
+        scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
+                            cell.points, outcome.reason))
+    return scores
+
+
+def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=600, jobs=1,
+          executed_dir=None, progress=True):
+    """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
+
+    Runs up to ``jobs`` notebooks at once (each in its own process, so threads suffice here).
+    """
+    from tqdm.auto import tqdm
+
+    references = load_references(reference_dir)
+    students, warnings = find_submissions(submissions_dir, references)
+    tasks = [(student, ref, students[student].get(ref.name)) for student in sorted(students) for ref in references]
+    results = {}
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
+            tqdm(total=len(tasks), desc="grading", unit="notebook", disable=not progress) as bar:
+        futures = {
+            pool.submit(grade_one, student, ref, path, cell_timeout=cell_timeout,
+                        notebook_timeout=notebook_timeout, executed_dir=executed_dir): (student, ref.name)
+            for student, ref, path in tasks
+        }
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            bar.set_postfix_str("/".join(futures[future]), refresh=False)
+            bar.update()
+    scores = [score for student, ref, _ in tasks for score in results[(student, ref.name)]]
+    return scores, warnings

@@ -1,0 +1,76 @@
+"""Write the grader's score table: a CSV for spreadsheets and a Markdown summary for people.
+
+The CSV has one row per (student, notebook, graded cell) with the reason for every score, so that
+any number can be traced back to what happened. The Markdown file sits next to it (same name,
+``.md``): a student × notebook table with totals, then every lost point with its reason, then the
+grader's warnings (ignored or ambiguous files).
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason"]
+
+
+def number(value) -> str:
+    """Points as people write them: 2, not 2.0; 1.5 stays 1.5."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def write_csv(scores, path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(COLUMNS)
+        for s in scores:
+            writer.writerow([s.student, s.notebook, s.cell_id, number(s.points), number(s.max_points), s.reason])
+    return path
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def summary_markdown(scores, warnings=()) -> str:
+    """The Markdown summary (see the module docstring)."""
+    notebooks = list(dict.fromkeys(s.notebook for s in scores))
+    students = list(dict.fromkeys(s.student for s in scores))
+    got, out_of = {}, dict.fromkeys(notebooks, 0)
+    for s in scores:
+        got[s.student, s.notebook] = got.get((s.student, s.notebook), 0) + s.points
+        if s.student == students[0]:  # every student has a row per graded cell, even if missing
+            out_of[s.notebook] += s.max_points
+    total = sum(out_of.values())
+
+    lines = ["# Grades", ""]
+    header = ["student"] + [f"{nb} (/{number(out_of[nb])})" for nb in notebooks] + [f"total (/{number(total)})"]
+    lines.append("| " + " | ".join(_cell(h) for h in header) + " |")
+    lines.append("|" + "---|" + "---:|" * (len(header) - 1))
+    for student in students:
+        row = [number(got[student, nb]) for nb in notebooks]
+        row.append(number(sum(got[student, nb] for nb in notebooks)))
+        lines.append("| " + " | ".join([_cell(student)] + row) + " |")
+
+    lines += ["", "## Lost points", ""]
+    lost = [s for s in scores if s.points < s.max_points]
+    if not lost:
+        lines.append("None: every graded cell passed.")
+    for s in lost:
+        lines.append(
+            f"- **{s.student}** · `{s.notebook}` · `{s.cell_id}` "
+            f"({number(s.points)}/{number(s.max_points)}): {s.reason}"
+        )
+    if warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(scores, csv_path, warnings=()) -> tuple[Path, Path]:
+    """Write the CSV and the Markdown summary next to it; return both paths."""
+    csv_path = write_csv(scores, csv_path)
+    md_path = csv_path.with_suffix(".md")
+    md_path.write_text(summary_markdown(scores, warnings), encoding="utf-8")
+    return csv_path, md_path
