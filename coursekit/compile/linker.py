@@ -81,6 +81,7 @@ class Function:
         self.input_cells = [storage[i.variable] for i in ins]
         self.input_types = [i.variable.type for i in ins]
         self.input_specs = ins
+        self._n_inputs = len(ins)
         persistent = _persistent_variables(fgraph)
         borrowed = {id(v) for v, o in zip(out_vars, outs) if o.borrow}
 
@@ -99,6 +100,7 @@ class Function:
             claimed.add(id(var))
             self.update_plan.append((target.container.storage, storage[var], alias,
                                      not isinstance(var, Constant) and id(var) not in persistent))
+        self._output_is_scalar = [getattr(v.type, "ndim", 1) == 0 for v in out_vars]
         # buffers to free after the call (allow_gc) -- everything computed, except borrowed outputs
         keep_ids = borrowed
         self.gc_cells = [storage[v] for node in nodes for v in node.outputs if id(v) not in keep_ids]
@@ -106,69 +108,72 @@ class Function:
 
     # ------------------------------------------------------------------ call
     def _build_call(self):
-        thunks = self.thunks
-        input_cells, types = self.input_cells, self.input_types
-        output_plan, update_plan = self.output_plan, self.update_plan
-        gc_cells = self.gc_cells if self.allow_gc else ()
-        single = self.single
-        n_inputs = len(input_cells)
-        fast_checks = [(t.numpy_dtype, t.ndim, any(t.broadcastable)) for t in types]
-        filter_input = self._filter_input
-        error = self._runtime_error
-        trust = self.trust_input
-        profile = self.profile
+        """Generate the call as straight-line Python (see ``f.source``).
 
-        def call(*args, **kwargs):
-            if kwargs or len(args) != n_inputs:
-                args = self._bind_arguments(args, kwargs)
-            if trust:
-                for cell, value in zip(input_cells, args):
-                    cell[0] = value
-            else:
-                for pos, (cell, value, (dtype, ndim, has_bcast)) in enumerate(zip(input_cells, args, fast_checks)):
-                    if type(value) is np.ndarray and value.dtype is dtype and value.ndim == ndim and not has_bcast:
-                        cell[0] = value
-                    else:
-                        cell[0] = filter_input(pos, value)
-            if profile is not None:
-                profile.run_thunks(thunks)
-            else:
-                i = 0
-                try:
-                    for thunk in thunks:
-                        thunk()
-                        i += 1
-                except Exception as exc:
-                    try:
-                        error(i, exc)
-                    finally:
-                        for cell in gc_cells:
-                            cell[0] = None
-            results = []
-            for cell, must_copy, clear in output_plan:
-                value = cell[0]
-                if must_copy:
-                    value = value.copy()
-                elif clear:
-                    cell[0] = None
-                results.append(value)
-            for target, cell, must_copy, clear in update_plan:
-                value = cell[0]
-                if must_copy:
-                    value = value.copy()
-                elif clear:
-                    cell[0] = None
-                target[0] = value
-            for cell in gc_cells:
-                cell[0] = None
-            if single:
-                return results[0] if results else None
-            return results
-
-        self._call = call
+        Unrolling the input checks and the thunk calls removes the loop
+        overhead that dominates tiny graphs; the generated text is kept so a
+        student can read exactly what a call does.
+        """
+        n_in = len(self.input_cells)
+        ns = {"ndarray": np.ndarray, "generic": np.generic, "asarray": np.asarray, "filt": self._filter_input,
+              "error": self._runtime_error, "profile": self.profile,
+              "thunks": self.thunks}
+        args = ", ".join(f"a{i}" for i in range(n_in))
+        lines = [f"def call({args}):"]
+        for i, (cell, t) in enumerate(zip(self.input_cells, self.input_types)):
+            ns[f"c{i}"], ns[f"d{i}"] = cell, t.numpy_dtype
+            if self.trust_input:
+                lines.append(f"    c{i}[0] = a{i}")
+                continue
+            shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")
+            lines += [f"    if type(a{i}) is ndarray and a{i}.dtype is d{i}{shape_ok}:",
+                      f"        c{i}[0] = a{i}"]
+            if t.ndim == 0:
+                lines += [f"    elif isinstance(a{i}, generic) and a{i}.dtype is d{i}:",
+                          f"        c{i}[0] = asarray(a{i})"]
+            lines += ["    else:", f"        c{i}[0] = filt({i}, a{i})"]
+        gc = self.gc_cells if self.allow_gc else []
+        for j, cell in enumerate(gc):
+            ns[f"g{j}"] = cell
+        clear_gc = [f"g{j}[0] = None" for j in range(len(gc))]
+        if self.profile is not None:
+            lines += ["    try:", "        profile.run_thunks(thunks, error)", "    finally:", "        pass"]
+        elif self.thunks:
+            lines.append("    i = 0")
+            lines.append("    try:")
+            for k, thunk in enumerate(self.thunks):
+                ns[f"t{k}"] = thunk
+                lines.append(f"        t{k}()" if k == 0 else f"        i = {k}; t{k}()")
+            lines += ["    except Exception as exc:", "        try:", "            error(i, exc)",
+                      "        finally:"] + [f"            {c}" for c in clear_gc] + ["            pass"]
+        results = []
+        for k, (cell, must_copy, clear) in enumerate(self.output_plan):
+            ns[f"o{k}"] = cell
+            lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
+            if self._output_is_scalar[k]:
+                lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
+            if clear and not must_copy:
+                lines.append(f"    o{k}[0] = None")
+            results.append(f"r{k}")
+        for k, (target, cell, must_copy, clear) in enumerate(self.update_plan):
+            ns[f"s{k}"], ns[f"u{k}"] = target, cell
+            lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
+            if clear and not must_copy:
+                lines.append(f"    u{k}[0] = None")
+        lines += [f"    s{k}[0] = v{k}" for k in range(len(self.update_plan))]
+        lines += [f"    {c}" for c in clear_gc]
+        if self.single:
+            lines.append(f"    return {results[0] if results else 'None'}")
+        else:
+            lines.append(f"    return [{', '.join(results)}]")
+        self.source = "\n".join(lines) + "\n"
+        exec(compile(self.source, f"<coursekit function {self.name}>", "exec"), ns)
+        self._call = ns["call"]
 
     def __call__(self, *args, **kwargs):
-        return self._call(*args, **kwargs)
+        if kwargs or len(args) != self._n_inputs:
+            args = self._bind_arguments(args, kwargs)
+        return self._call(*args)
 
     def _bind_arguments(self, args, kwargs):
         specs = self.input_specs
@@ -195,7 +200,7 @@ class Function:
     def _filter_input(self, pos, value):
         spec = self.input_specs[pos]
         allow = spec.allow_downcast if spec.allow_downcast is not None else self._allow_downcast
-        where = f"argument {pos} ({spec.variable}) of function {self.name}"
+        where = _LazyText(lambda: f"argument {pos} ({spec.variable}) of function {self.name}")
         return spec.variable.type.filter(value, strict=spec.strict, allow_downcast=allow, where=where)
 
     def _runtime_error(self, index, exc):
@@ -236,6 +241,18 @@ class Function:
 
 
 _MISSING = object()
+
+
+class _LazyText:
+    """A string built only if an error message needs it (keeps the call path fast)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __str__(self):
+        return self.make()
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
 
 
 def _persistent_variables(fgraph):

@@ -92,6 +92,16 @@ class TensorType(Type):
         return data
 
     def _convert(self, value, allow_downcast, where):
+        kind = self.numpy_dtype.kind
+        if type(value) is float and kind == "f" and (allow_downcast is not False):
+            return np.asarray(value, dtype=self.numpy_dtype)  # Python floats are weak (NumPy 2)
+        if type(value) is int and kind in "iuf":
+            try:
+                arr = np.asarray(value, dtype=self.numpy_dtype)
+            except OverflowError:
+                raise TypeError(f"{where}: the integer {value} does not fit in {self.dtype}") from None
+            if kind != "f" or float(arr) == value:
+                return arr
         if _is_device_array(value):
             raise TypeError(
                 f"{where} is a device array ({type(value).__name__}) but this input lives on the host. "
