@@ -42,14 +42,17 @@ class Timing:
     n: int                 # calls per repeat
     repeats: int
     first_call: float      # seconds of the very first call (compilation/caches; excluded)
+    pair: "Timing | None" = None   # the baseline, timed in alternation (see time_calls)
 
 
 def time_calls(fn: Callable[[], Any], n: int, repeats: int, *, sync: Callable[[], Any] | None = None,
-               warmup: int = 2) -> tuple[Timing, Any]:
+               warmup: int = 2, pair: Callable[[], Any] | None = None) -> tuple[Timing, Any]:
     """Time ``fn()``: first call excluded, then ``repeats`` loops of ``n`` calls each.
 
     ``sync`` (when given) runs after each loop so asynchronous devices are really done before the
-    clock stops (CUDA, JAX dispatch). Returns the timing and the first call's result (for checks).
+    clock stops (CUDA, JAX dispatch). ``pair`` is a baseline timed in loops alternating with
+    ``fn``'s, so the ratio of the two is not skewed by the machine's load drifting between rows;
+    its timing is returned as ``timing.pair``. Returns the timing and the first call's result.
     """
     t0 = time.perf_counter()
     first = fn()
@@ -58,22 +61,33 @@ def time_calls(fn: Callable[[], Any], n: int, repeats: int, *, sync: Callable[[]
     first_call = time.perf_counter() - t0
     for _ in range(warmup):
         fn()
+        if pair is not None:
+            pair()
     if sync is not None:
         sync()
-    per_call = []
-    for _ in range(repeats):
-        loop = itertools.repeat(None, n)
+
+    def loop(f, s):
+        it = itertools.repeat(None, n)
         t0 = time.perf_counter()
-        for _ in loop:
-            fn()
-        if sync is not None:
-            sync()
-        per_call.append((time.perf_counter() - t0) / n)
-    return Timing(min(per_call), statistics.median(per_call), n, repeats, first_call), first
+        for _ in it:
+            f()
+        if s is not None:
+            s()
+        return (time.perf_counter() - t0) / n
+
+    per_call, per_pair = [], []
+    for _ in range(repeats):
+        if pair is not None:
+            per_pair.append(loop(pair, None))
+        per_call.append(loop(fn, sync))
+    timing = Timing(min(per_call), statistics.median(per_call), n, repeats, first_call)
+    if pair is not None:
+        timing.pair = Timing(min(per_pair), statistics.median(per_pair), n, repeats, 0.0)
+    return timing, first
 
 
 def time_steps(step: Callable[[], Any], steps: int, chunks: int, *,
-               sync: Callable[[], Any] | None = None) -> Timing:
+               sync: Callable[[], Any] | None = None, pair: Callable[[], Any] | None = None) -> Timing:
     """Time a stateful training ``step`` run exactly ``steps`` times in all.
 
     The first step is timed alone (compilation, caches) and excluded; the other ``steps - 1`` are
@@ -87,15 +101,25 @@ def time_steps(step: Callable[[], Any], steps: int, chunks: int, *,
     rest = steps - 1
     chunks = max(1, min(chunks, rest))
     sizes = [rest // chunks + (1 if i < rest % chunks else 0) for i in range(chunks)]
-    per_step = []
+    per_step, per_pair = [], []
+    if pair is not None:
+        pair()
     for size in sizes:
+        if pair is not None:
+            t0 = time.perf_counter()
+            for _ in itertools.repeat(None, size):
+                pair()
+            per_pair.append((time.perf_counter() - t0) / size)
         t0 = time.perf_counter()
         for _ in itertools.repeat(None, size):
             step()
         if sync is not None:
             sync()
         per_step.append((time.perf_counter() - t0) / size)
-    return Timing(min(per_step), statistics.median(per_step), rest, chunks, first)
+    timing = Timing(min(per_step), statistics.median(per_step), rest, chunks, first)
+    if pair is not None:
+        timing.pair = Timing(min(per_pair), statistics.median(per_pair), rest, chunks, 0.0)
+    return timing
 
 
 # --------------------------------------------------------------------------------------------
@@ -148,7 +172,10 @@ def finish_rows(rows: list[Row]) -> None:
     by_key = {(r.workload, r.key): r for r in rows}
     for r in rows:
         base = by_key.get((r.workload, r.base)) if r.base else None
-        if (r.status == "ok" and base is not None and base.status == "ok" and r.best is not None
+        paired = r.extra.get("paired_base_best")
+        if r.status == "ok" and r.best is not None and paired:
+            r.ratio = r.best / paired          # baseline timed in alternation with this row
+        elif (r.status == "ok" and base is not None and base.status == "ok" and r.best is not None
                 and base.best and r.unit == base.unit):
             r.ratio = r.best / base.best
         if r.target is None:
@@ -314,7 +341,15 @@ def machine_info() -> dict:
         "python": sys.version.split()[0] + f" ({platform.python_implementation()})",
         "numpy_blas": numpy_blas(),
         "hostname": platform.node(),
+        "loadavg_1_5_15": _loadavg(),
     }
+
+
+def _loadavg():
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
 
 
 def machine_slug(info: dict) -> str:

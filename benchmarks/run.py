@@ -112,6 +112,8 @@ def table_lines(rows) -> list[str]:
         else:
             best, median = r.status, ""
         base = r.base.split("|", 1)[1] if r.base and r.ratio is not None and r.base != r.key else ""
+        if base and r.extra.get("paired_base_best"):
+            base += f" (paired: {fmt_value(r.extra['paired_base_best'], r.unit)})"
         ratio = f"{r.ratio:.2f}×" if r.ratio is not None and base else ("1.00× (base)" if r.base == r.key and r.status == "ok" else "")
         target = r.target.text if r.target else ""
         verdict = {"pass": "PASS", "miss": "MISS"}.get(r.verdict or "", r.verdict or "")
@@ -165,6 +167,7 @@ def main(argv=None) -> int:
     ctx = wl.Context(quick=args.quick, device=args.device, systems=systems, repeats=args.repeats,
                      progress=progress)
     started = _common.now_iso()
+    load_start = _common._loadavg()
     t_start = time.perf_counter()
     # Load every selected system first so the versions and "skipped" notes are known up front.
     for name in args.systems:
@@ -185,6 +188,7 @@ def main(argv=None) -> int:
 
     gpu = ctx.gpu() if args.device == "gpu" else {"real": False}
     info = _common.machine_info()
+    info["loadavg_at_start"] = load_start
     ran = device_ran(ctx.rows, args.device, gpu)
     notes = list(ctx.notes)
     for name, note in systems.notes.items():
@@ -208,7 +212,8 @@ def main(argv=None) -> int:
         f"coursekit benchmarks — {started} — {'quick' if args.quick else 'full'} run, "
         f"device asked: {args.device}, device that ran coursekit: {ran}",
         f"machine: {info['cpu_model']}, {info['cores_usable']} cores usable ({info['cores']} total), "
-        f"{info['ram_gib']} GiB RAM; {info['os']}; Python {info['python']}; BLAS {info['numpy_blas']}",
+        f"{info['ram_gib']} GiB RAM; {info['os']}; Python {info['python']}; BLAS {info['numpy_blas']}; "
+        f"load average {info['loadavg_at_start']} at start, {info['loadavg_1_5_15']} at end",
         "versions: " + ", ".join(f"{k} {v}" for k, v in vers.items() if v is not None),
     ]
     if gpu.get("real"):
@@ -252,7 +257,8 @@ def main(argv=None) -> int:
             f.write(f"Command: `{payload['command'].strip()}` (git {payload['git']})\n\n")
             f.write("\n\n".join(header) + "\n\n")
             f.write("Times are per call (best of the repeats, then the median); `× base` is best ÷ the "
-                    "baseline row's best. The first call (compilation) is excluded.\n\n")
+                    "baseline row's best, or, where it says *paired*, ÷ the baseline timed in loops "
+                    "alternating with that row. The first call (compilation) is excluded.\n\n")
             f.write("\n".join(lines) + "\n\n")
             f.write(f"**{summary}**\n\n")
             for nline in notes:

@@ -80,7 +80,17 @@ class Context:
 
     def ck_device(self, theano=None, fn=None) -> str:
         """Where coursekit really ran: 'cpu', 'sim' (simulated GPU: these are CPU timings) or a
-        real CUDA device. Never reports a GPU unless a real one did the work."""
+        real CUDA device. Never reports a GPU unless a real one did the work.
+
+        A compiled function whose ops all say ``device == 'cpu'`` ran on the CPU, whatever the
+        configured device (a graph with nothing to place stays on the host)."""
+        if fn is not None:
+            try:
+                devs = {getattr(node.op, "device", None) for node in fn.maker.fgraph.toposort()}
+            except Exception:
+                devs = set()
+            if devs and devs <= {"cpu", None} and devs != {None}:
+                return "cpu"
         dev = None
         try:
             dev = str(theano.config.device) if theano is not None else None
@@ -99,7 +109,16 @@ class Context:
         return self.gpu_label() if real else "sim"
 
     def ck_sync(self) -> Callable[[], Any] | None:
-        if self.gpu()["real"] and "cupy" in sys.modules:
+        """coursekit's own device synchronisation (falls back to CuPy's) on a real GPU."""
+        if not self.gpu()["real"]:
+            return None
+        try:
+            import coursekit.devices as ckd
+            if callable(getattr(ckd, "synchronize", None)):
+                return ckd.synchronize
+        except Exception:
+            pass
+        if "cupy" in sys.modules:
             import cupy
             return lambda: cupy.cuda.Device().synchronize()
         return None
@@ -136,7 +155,7 @@ def _coursekit_reports_real_gpu(theano) -> bool | None:
     plausible spellings it offers; ``None`` when it offers none."""
     if theano is None:
         return None
-    for path in ("devices.current_device", "devices.get_device", "config.device_info"):
+    for path in ("devices.current", "devices.current_device", "devices.get_device", "config.device_info"):
         obj = theano
         try:
             for part in path.split("."):
@@ -154,7 +173,9 @@ def _coursekit_reports_real_gpu(theano) -> bool | None:
         if isinstance(kind, str):
             if kind.startswith("sim"):
                 return False
-            if kind.startswith("cuda"):
+            if kind == "cpu":
+                return False
+            if kind.startswith(("cuda", "gpu")):
                 return True
     return None
 
@@ -207,8 +228,11 @@ def _reason(e: BaseException) -> str:
 
 def measure(ctx: Context, workload: str, system: str, what: str, build: Callable[[Row], Callable],
             *, n: int, base: str | None = None, target: Target | None = None, device: str = "cpu",
-            check=None, sync=None, note: str = "") -> Row:
-    """Build (compile) a callable, time it, check its first result; never raises."""
+            check=None, sync=None, note: str = "", pair: Callable[[], Any] | None = None) -> Row:
+    """Build (compile) a callable, time it, check its first result; never raises.
+
+    ``pair``: the baseline's callable, timed in loops alternating with this one; the row's ratio
+    (and so its verdict) then uses that paired baseline time."""
     row = Row(workload, system, what, device=device, base=base, target=target, note=note)
     if ctx.progress:
         ctx.progress(f"{workload} {system}")
@@ -216,8 +240,11 @@ def measure(ctx: Context, workload: str, system: str, what: str, build: Callable
         t0 = time.perf_counter()
         fn = build(row)
         row.extra.setdefault("build_s", time.perf_counter() - t0)
-        timing, first = time_calls(fn, n, ctx.repeats, sync=sync)
+        timing, first = time_calls(fn, n, ctx.repeats, sync=sync, pair=pair)
         row.best, row.median, row.n, row.repeats = timing.best, timing.median, timing.n, timing.repeats
+        if timing.pair is not None:
+            row.extra["paired_base_best"] = timing.pair.best
+            row.extra["paired_base_median"] = timing.pair.median
         row.first_call = timing.first_call
         if check is not None:
             bad = check(first)
@@ -309,13 +336,16 @@ def w1(ctx: Context) -> None:
                 if kind == "borrow":
                     a = f()
                     b = f()
-                    row.extra["borrow_reuses_buffer"] = bool(np.shares_memory(to_numpy(a), to_numpy(b)))
+                    reuses = bool(np.shares_memory(to_numpy(a), to_numpy(b)))
+                    row.extra["borrow_reuses_buffer"] = reuses
+                    row.note = "output buffer reused across calls" if reuses else "NOTE: output NOT reused"
                 return f
             return build
 
         sync = ctx.ck_sync()
+        buf2 = np.empty_like(xv)
         measure(ctx, W, "coursekit", "function([], exp(x))", ck_build("plain"), n=n, check=chk, base=A,
-                sync=sync, target=Target("ratio", 1.10, "≤ 1.10× np.exp(x)"))
+                sync=sync, pair=lambda: np.exp(xv), target=Target("ratio", 1.10, "≤ 1.10× np.exp(x)"))
         if ctx.device_req in ("gpu", "sim"):
             measure(ctx, W, "coursekit", "function([], gpu_from_host(exp(x)))", ck_build("device"), n=n,
                     check=chk, base=A, sync=sync,
@@ -324,7 +354,7 @@ def w1(ctx: Context) -> None:
             skipped(ctx, W, "coursekit", "function([], gpu_from_host(exp(x)))",
                     "device handle needs --device gpu or sim", base=A)
         measure(ctx, W, "coursekit", "function([], Out(exp(x), borrow=True))", ck_build("borrow"), n=n,
-                check=chk, base=B, sync=sync, target=Target("ratio", 1.10, "≤ 1.10× np.exp(x, out=buf)"))
+                check=chk, base=B, sync=sync, pair=lambda: np.exp(xv, out=buf2), target=Target("ratio", 1.10, "≤ 1.10× np.exp(x, out=buf)"))
 
     for ml, mode in pytensor_modes(ctx):
         def pt_build(borrow, mode=mode):
@@ -596,10 +626,13 @@ def w3(ctx: Context) -> None:
             used = ("gpu" if any(o in ("GpuGemm", "GpuGemv") for o in ops) else
                     "cpu" if any(o in ("Gemv", "CGemv", "Gemm", "CGemm") for o in ops) else "neither")
             device = ctx.ck_device(theano, train)
-            tt = time_steps(lambda: train(D[0], D[1]), steps, chunks, sync=ctx.ck_sync())
+            pair_step, _ = numpy_trainer(D, w0, b0, np.float32)   # a second NumPy run, timed in alternation
+            with np.errstate(over="ignore"):
+                tt = time_steps(lambda: train(D[0], D[1]), steps, chunks, sync=ctx.ck_sync(), pair=pair_step)
             record("coursekit", tt, compile_s, w.get_value(), b.get_value(), device, targets=True,
                    note=f"tutorial check says: used the {used}; T.grad took {grad_s * 1e3:.1f} ms",
-                   extra={"ops": ops, "grad_s": grad_s})
+                   extra={"ops": ops, "grad_s": grad_s, "paired_base_best": tt.pair.best,
+                          "paired_base_median": tt.pair.median})
         except Exception as e:  # noqa: BLE001
             fail("coursekit", e, True)
 
@@ -636,7 +669,6 @@ def w3(ctx: Context) -> None:
             ctx.progress("W3 jax")
         try:
             jax, dev, label = ctx.jax_dev()
-            import jax.numpy as jnp
 
             def loss(w, b, x, y):
                 z = x @ w + b
@@ -734,8 +766,9 @@ def w4(ctx: Context) -> None:
             return f
         sync = ctx.ck_sync()
         measure(ctx, W, "coursekit", "(a) function([m, x, b], dot(m, x) + b)", build_inputs, n=n, check=chk,
-                base=A, sync=sync)
+                base=A, sync=sync, pair=lambda: np.dot(M, X) + Bv)
         measure(ctx, W, "coursekit", "(b) m, x, b shared", build_shared, n=n, check=chk, base=A, sync=sync,
+                pair=lambda: np.dot(M, X) + Bv,
                 target=Target("ratio", 1.0, "≤ 1.0× NumPy"))
 
     for ml, mode in pytensor_modes(ctx):
