@@ -105,7 +105,8 @@ def find_submissions(submissions_dir, references: list[Reference]):
     students = {}
     for student, files in found.items():
         students[student] = {}
-        for path in files:
+        # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
+        for path in sorted(files, key=lambda p: (_notebook_name(p) not in names, str(p))):
             name = _match(_notebook_name(path), names)
             if name is None:
                 warnings.append(f"{student}: ignored {path.name}: it matches no reference notebook ({', '.join(names)})")

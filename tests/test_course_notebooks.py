@@ -1,0 +1,74 @@
+"""Graded cells are not vacuous: they pass on the solutions and every one fails on the exercises.
+
+A graded cell that passes on the stub notebook gives points for nothing; one that fails on the
+solution takes points for nothing. Both are checked by running the notebooks the way the grader does
+(own process, ``COURSEKIT_SIZE=small``, errors allowed so every graded cell is reached).
+
+Runs on every ``solutions/NN_name.ipynb`` with its ``exercises/`` counterpart, and always on the
+fixture notebook, so the test means something even before the course has notebooks.
+"""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursekit.course.exercises import generate
+from coursekit.course.graded import graded_cells
+from coursekit.course.runner import run_notebook
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
+CELL_TIMEOUT = 300
+NOTEBOOK_TIMEOUT = 600
+REPO_NOTEBOOKS = sorted(path.stem for path in (ROOT / "solutions").glob("*.ipynb"))
+CASES = ["fixture"] + REPO_NOTEBOOKS
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run every solutions and exercises notebook once, two at a time, before the tests look."""
+    fixture_dir = tmp_path_factory.mktemp("fixture")
+    (fixture_dir / "solutions").mkdir()
+    shutil.copy(FIXTURE, fixture_dir / "solutions" / "01_fixture.ipynb")
+    generate(fixture_dir / "solutions", fixture_dir / "exercises")
+    paths = {("fixture", "solutions"): fixture_dir / "solutions" / "01_fixture.ipynb",
+             ("fixture", "exercises"): fixture_dir / "exercises" / "01_fixture.ipynb"}
+    for stem in REPO_NOTEBOOKS:
+        for kind in ("solutions", "exercises"):
+            paths[stem, kind] = ROOT / kind / f"{stem}.ipynb"
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            key: pool.submit(run_notebook, path, cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT)
+            for key, path in paths.items() if path.exists()
+        }
+        return {key: (paths[key], future.result()) for key, future in futures.items()}
+
+
+def outcomes(runs, case, kind):
+    if (case, kind) not in runs:
+        pytest.fail(f"{kind}/{case}.ipynb is missing; run `python -m coursekit exercises`.")
+    path, run = runs[case, kind]
+    cells = graded_cells(nbformat.read(path, as_version=4))
+    assert cells, f"{path} has no graded cell, so there is nothing to prove"
+    return path, [(cell, run.outcome(cell.index)) for cell in cells]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_graded_cell_passes_on_the_solution(runs, case):
+    path, results = outcomes(runs, case, "solutions")
+    failing = [f"{cell.id}: {outcome.reason}" for cell, outcome in results if not outcome.passed]
+    assert not failing, f"graded cells of {path} fail on the solution: {failing}"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_graded_cell_fails_on_the_exercise(runs, case):
+    path, results = outcomes(runs, case, "exercises")
+    passing = [cell.id for cell, outcome in results if outcome.passed]
+    assert not passing, (
+        f"graded cells of {path} pass on the unsolved exercise, so they give points for nothing: {passing}"
+    )
