@@ -84,11 +84,47 @@ class Gemm(Op):
         from .var import as_tensor_variable
 
         z, alpha, x, y, beta = map(as_tensor_variable, (z, alpha, x, y, beta))
-        return Apply(self, [z, alpha, x, y, beta], [z.type.make_variable()])
+        dot_out = Dot().make_node(x, y).outputs[0].type
+        return Apply(self, [z, alpha, x, y, beta], [TensorType(_result_dtype(z, x, y), dot_out.broadcastable)
+                                                    .make_variable()])
 
     def perform(self, node, inputs, output_storage):
         z, alpha, x, y, beta = inputs
         output_storage[0][0] = gemm_numpy(z, alpha, x, y, beta, self.inplace)
+
+    def make_thunk(self, node, storage_map):
+        """Read constant alpha/beta once, at link time, as Python floats."""
+        from ..graph import Constant
+
+        cells = [storage_map[v] for v in node.inputs]
+        out = storage_map[node.outputs[0]]
+        consts = [float(v.data) if isinstance(v, Constant) else None for v in node.inputs]
+        inplace, dot = self.inplace, np.dot
+        if consts[1] is None or consts[4] is None:
+            return super().make_thunk(node, storage_map)
+        alpha, beta = consts[1], consts[4]
+        z_cell, x_cell, y_cell = cells[0], cells[2], cells[3]
+
+        def thunk():
+            prod = dot(x_cell[0], y_cell[0])
+            if alpha != 1.0:
+                prod *= alpha
+            z = z_cell[0]
+            if beta == 0.0:
+                out[0] = prod
+            elif inplace and z.shape == prod.shape:
+                if beta != 1.0:
+                    z *= beta
+                z += prod
+                out[0] = z
+            else:
+                if beta == 1.0:
+                    prod += z
+                else:
+                    prod += beta * z
+                out[0] = prod
+
+        return thunk
 
     def grad(self, inputs, output_grads):
         raise NotImplementedError("Gemm is created by rewrites after gradients are taken; take grad of dot instead")

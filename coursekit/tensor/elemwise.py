@@ -41,7 +41,7 @@ class Elemwise(Op):
     def perform(self, node, inputs, output_storage):
         cell = output_storage[0]
         out = cell[0]
-        if out is not None and all(getattr(i, "shape", ()) == out.shape for i in inputs):
+        if type(out) is np.ndarray and all(getattr(i, "shape", ()) == out.shape for i in inputs):
             self.scalar_op.impl(*inputs, out=out)
         else:
             cell[0] = self.scalar_op.impl(*inputs)
@@ -49,6 +49,7 @@ class Elemwise(Op):
     def make_thunk(self, node, storage_map):
         # Specialised closures: this is the hot path of every compiled function.
         impl = self.scalar_op.impl
+        ndarray = np.ndarray
         ins = [storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
         if len(ins) == 1:
@@ -57,7 +58,7 @@ class Elemwise(Op):
             def thunk():
                 x = a[0]
                 out = cell[0]
-                if out is not None and out.shape == x.shape:
+                if type(out) is ndarray and out.shape == x.shape:
                     impl(x, out=out)
                 else:
                     cell[0] = impl(x)
@@ -67,7 +68,7 @@ class Elemwise(Op):
             def thunk():
                 x, y = a[0], b[0]
                 out = cell[0]
-                if out is not None and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
+                if type(out) is ndarray and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
                     impl(x, y, out=out)
                 else:
                     cell[0] = impl(x, y)
@@ -158,6 +159,28 @@ class DimShuffle(Op):
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = self.apply_to(inputs[0])
+
+    def make_thunk(self, node, storage_map):
+        src, cell = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
+        if self.is_transpose_only:
+            perm = self.perm
+
+            def thunk():
+                cell[0] = src[0].transpose(perm)
+        elif not self.drop and self.perm == tuple(range(len(self.perm))):
+            # only inserting broadcastable axes: one reshape
+            order = self.new_order
+
+            def thunk():
+                x = src[0]
+                it = iter(x.shape)
+                cell[0] = x.reshape([1 if d == "x" else next(it) for d in order])
+        else:
+            apply_to = self.apply_to
+
+            def thunk():
+                cell[0] = apply_to(src[0])
+        return thunk
 
     def apply_to(self, x):
         """Apply to an array-like with .transpose/.reshape (NumPy, CuPy, SimArray buffers)."""

@@ -5,6 +5,8 @@ that puts them back as broadcastable axes, so the op itself stays simple.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..graph import Apply, Op
@@ -139,7 +141,7 @@ class NumElements(Op):
 
     def perform(self, node, inputs, output_storage):
         shape = inputs[0].shape
-        output_storage[0][0] = np.asarray(int(np.prod([shape[a] for a in self.axis])), dtype=self.dtype)
+        output_storage[0][0] = np.asarray(math.prod([shape[a] for a in self.axis]), dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None]

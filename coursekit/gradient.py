@@ -1,0 +1,217 @@
+"""Symbolic differentiation: ``grad(cost, wrt)`` builds a graph for d(cost)/d(wrt).
+
+Reverse mode, as in Theano: start from d(cost)/d(cost) = 1 and walk the
+graph backwards; each op says, through ``L_op(inputs, outputs,
+output_grads)``, how the gradient of its outputs flows to its inputs.
+Contributions reaching the same variable by several paths are added.
+
+Two kinds of "no gradient" are kept apart, because they mean different things
+and deserve different messages:
+
+* **disconnected** (the op returns ``None``): the output does not depend on
+  that input at all, e.g. the shape of x does not depend on x's values;
+* **undefined** (the op returns :class:`UndefinedGrad`): the output depends
+  on the input but has no derivative, e.g. a rounding or an integer index.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .graph import Variable, apply_nodes_between, format_trace
+
+
+class DisconnectedInputError(ValueError):
+    """grad() was asked for an input the cost does not depend on."""
+
+
+class UndefinedGradientError(TypeError):
+    """The cost depends on an input through an op with no defined derivative."""
+
+
+class UndefinedGrad:
+    """Returned by an op's ``L_op`` for an input whose gradient does not exist."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
+    """The gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
+
+    ``consider_constant``: variables treated as constants (no gradient flows
+    through them).  ``disconnected_inputs``: what to do when ``cost`` does not
+    depend on one of ``wrt``: ``'raise'``, ``'warn'`` (and return zeros) or
+    ``'ignore'`` (zeros).  ``known_grads``: ``{var: gradient}`` to start from
+    instead of (or besides) ``cost``.  ``stabilize``: differentiate the
+    numerically stabilised form of the cost (``log(sigmoid(z))`` as
+    ``-softplus(-z)``, see :mod:`coursekit.rewriting.stabilize`), so the
+    gradient graph has no ``0 * inf`` in it.
+    """
+    from .tensor import math as M
+    from .tensor.var import as_tensor_variable
+
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    for i, w in enumerate(wrt_list):
+        if not isinstance(w, Variable):
+            raise TypeError(f"grad: wrt[{i}] is a {type(w).__name__}, not a symbolic variable")
+        if w.type.dtype[0] not in "fc":
+            raise TypeError(f"grad: cannot differentiate with respect to {w} of integer/bool type {w.type}; "
+                            "only float variables have gradients")
+    if disconnected_inputs not in ("raise", "warn", "ignore"):
+        raise ValueError("disconnected_inputs must be 'raise', 'warn' or 'ignore'")
+
+    grads = {}  # variable -> list of gradient contributions
+    starts = []
+    if cost is not None:
+        cost = as_tensor_variable(cost)
+        if cost.type.ndim != 0:
+            raise TypeError(f"grad: the cost must be a scalar, but it is {cost.type}. "
+                            "Reduce it first (for instance cost.sum() or cost.mean()).")
+        if cost.type.dtype[0] not in "fc":
+            raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient")
+        if stabilize:
+            from .rewriting.stabilize import stabilize_graph
+
+            (cost,), memo = stabilize_graph([cost])
+            consider_constant = [memo.get(id(v), v) for v in (consider_constant or [])]
+        grads[cost] = [M.ones_like(cost)]
+        starts.append(cost)
+    for var, g in (known_grads or {}).items():
+        grads.setdefault(var, []).append(as_tensor_variable(g))
+        starts.append(var)
+    if not starts:
+        raise ValueError("grad: give a cost or known_grads")
+
+    blockers = list(consider_constant or [])
+    nodes = apply_nodes_between(blockers, starts)
+    depends = _depends_on(nodes, wrt_list, blockers)
+
+    for node in reversed(nodes):
+        if not any(id(i) in depends for i in node.inputs):
+            continue
+        out_grads = []
+        have_any = False
+        for out in node.outputs:
+            contributions = grads.get(out)
+            if contributions:
+                have_any = True
+                out_grads.append(_sum(contributions))
+            else:
+                out_grads.append(None)
+        if not have_any:
+            continue
+        out_grads = [M.zeros_like(o) if g is None else g for o, g in zip(node.outputs, out_grads)]
+        try:
+            in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
+        except NotImplementedError as exc:
+            raise NotImplementedError(f"{exc}\n(needed for the gradient through {node}, created at "
+                                      f"{format_trace(node.trace)})") from None
+        if len(in_grads) != len(node.inputs):
+            raise ValueError(f"{node.op}.L_op returned {len(in_grads)} gradients for {len(node.inputs)} inputs")
+        for inp, g in zip(node.inputs, in_grads):
+            if id(inp) not in depends or g is None:
+                continue
+            if isinstance(g, UndefinedGrad):
+                raise UndefinedGradientError(
+                    f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
+                    f"the cost depends on it; the node was created at {format_trace(node.trace)}")
+            g = as_tensor_variable(g)
+            if g.type.ndim != inp.type.ndim:
+                raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
+                                 f"of rank {inp.type.ndim}")
+            if g.type.dtype != inp.type.dtype and inp.type.dtype[0] in "fc":
+                g = M.cast(g, inp.type.dtype)
+            grads.setdefault(inp, []).append(g)
+
+    results = []
+    for w in wrt_list:
+        contributions = grads.get(w)
+        if contributions:
+            results.append(_sum(contributions))
+            continue
+        message = (f"grad: the cost does not depend on {w} ({w.type}), created at {format_trace(w.tag.trace)}. "
+                   "Check that the cost really uses it, or pass disconnected_inputs='ignore' to get zeros.")
+        if disconnected_inputs == "raise":
+            raise DisconnectedInputError(message)
+        if disconnected_inputs == "warn":
+            warnings.warn(message, stacklevel=2)
+        results.append(M.zeros_like(w))
+    return results[0] if single else results
+
+
+def _sum(terms):
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def _depends_on(nodes, wrt, blockers):
+    """ids of variables whose value depends on some variable in ``wrt``."""
+    depends = set(map(id, wrt))
+    blocked = set(map(id, blockers))
+    for node in nodes:
+        if any(id(i) in depends and id(i) not in blocked for i in node.inputs):
+            depends.update(id(o) for o in node.outputs)
+    return depends - (blocked - set(map(id, wrt)))
+
+
+# --------------------------------------------------------------- checking
+def numeric_grad(f, values, eps):
+    """Central finite differences of the scalar function ``f`` at ``values``."""
+    result = []
+    for i, v in enumerate(values):
+        g = np.zeros_like(v, dtype="float64")
+        for idx in np.ndindex(v.shape):
+            plus = [x.copy() for x in values]
+            minus = [x.copy() for x in values]
+            plus[i][idx] += eps
+            minus[i][idx] -= eps
+            g[idx] = (float(f(*plus)) - float(f(*minus))) / (2 * eps)
+        result.append(g)
+    return result
+
+
+def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=None, mode=None):
+    """Check ``grad`` of ``fun`` against finite differences at the point ``pt``.
+
+    ``fun`` takes symbolic tensors (one per array in ``pt``) and returns a
+    tensor.  A random projection turns it into a scalar, as in Theano, so
+    every output element is checked.  Raises ``AssertionError`` with the
+    worst mismatch on failure.
+    """
+    from . import function
+    from .tensor import math as M
+    from .tensor.type import TensorType
+
+    rng = rng or np.random.default_rng(42)
+    pt = [np.array(p) for p in pt]
+    dtype = np.result_type(*[p.dtype for p in pt])
+    low_precision = dtype in (np.float32, np.float16)
+    eps = eps or (1e-2 if low_precision else 1e-6)
+    abs_tol = abs_tol if abs_tol is not None else (1e-2 if low_precision else 1e-5)
+    rel_tol = rel_tol if rel_tol is not None else (1e-2 if low_precision else 1e-5)
+    inputs = [TensorType(p.dtype, (False,) * p.ndim).make_variable(f"input{i}") for i, p in enumerate(pt)]
+    out = fun(*inputs)
+    for _ in range(n_tests):
+        probe_f = function(inputs, out, mode=mode)
+        sample = np.asarray(probe_f(*pt))
+        proj = rng.random(sample.shape).astype(sample.dtype) if sample.ndim else np.asarray(1, sample.dtype)
+        cost = M.sum(out * proj)
+        sym = grad(cost, inputs, disconnected_inputs="ignore")
+        cost_f = function(inputs, cost, mode=mode)
+        grad_f = function(inputs, sym, mode=mode)
+        analytic = [np.asarray(g, dtype="float64") for g in grad_f(*pt)]
+        numeric = numeric_grad(lambda *v: cost_f(*[x.astype(p.dtype) for x, p in zip(v, pt)]),
+                               [p.astype("float64") for p in pt], eps)
+        for i, (a, n) in enumerate(zip(analytic, numeric)):
+            err = np.abs(a - n)
+            bad = err > abs_tol + rel_tol * np.abs(n)
+            if np.any(bad):
+                worst = np.unravel_index(np.argmax(err - rel_tol * np.abs(n)), err.shape) if err.ndim else ()
+                raise AssertionError(
+                    f"verify_grad: gradient of input {i} is wrong at index {worst}: symbolic {a[worst]!r}, "
+                    f"finite differences {n[worst]!r} (abs_tol={abs_tol}, rel_tol={rel_tol}, eps={eps})")

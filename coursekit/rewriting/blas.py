@@ -1,0 +1,84 @@
+"""``dot(x, y) + z`` (optionally scaled) -> one ``Gemm``/``Gemv`` call.
+
+BLAS computes ``beta * z + alpha * dot(x, y)`` in a single pass; writing the
+dot and the addition separately costs an extra temporary and an extra trip
+through memory.  The rewrite also makes the GPU lesson's point visible: with
+everything on the device, ``y = dot(m, x) + b`` compiles to one ``GpuGemm``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Constant
+from ..tensor.blas import Dot, Gemm, Gemv
+from ..tensor.var import constant
+from . import local_rewrite
+from .patterns import elemwise_name, scalar_constant, single_client
+
+
+def _scaled(var):
+    """(scale, core) for ``c * core`` / ``core * c`` with a scalar constant c, else (1, var)."""
+    node = var.owner
+    if elemwise_name(node) == "mul":
+        a, b = node.inputs
+        for c, core in ((a, b), (b, a)):
+            value = scalar_constant(c)
+            if value is not None:
+                return value, core
+    if elemwise_name(node) == "neg":
+        return -1, node.inputs[0]
+    return 1, var
+
+
+def _dot_node(fgraph, var):
+    node = var.owner
+    if node is not None and isinstance(node.op, Dot) and single_client(fgraph, var):
+        x, y = node.inputs
+        if x.type.ndim == 2:
+            return node
+    return None
+
+
+@local_rewrite("specialize", "gemm", "blas")
+def dot_plus_to_gemm(fgraph, node):
+    """alpha*dot(x, y) + beta*z  (or minus)  ->  Gemm/Gemv(z, alpha, x, y, beta)"""
+    name = elemwise_name(node)
+    if name not in ("add", "sub"):
+        return None
+    out = node.outputs[0]
+    left, right = node.inputs
+    s = 1 if name == "add" else -1
+    # out = left + s*right: try the dot on either side
+    for dot_side, z_side, dot_sign, z_sign in ((left, right, 1, s), (right, left, s, 1)):
+        if not single_client(fgraph, dot_side):
+            continue
+        scale_d, core = _scaled(dot_side)
+        dot = _dot_node(fgraph, core)
+        if dot is None:
+            continue
+        scale_z, z = _scaled(z_side)
+        if dot.outputs[0].type.broadcastable != out.type.broadcastable or z.type.ndim > out.type.ndim:
+            continue  # z would enlarge the result: not a GEMM
+        dtype = out.type.dtype
+        if any(v.type.dtype != dtype for v in (z, *dot.inputs)):
+            continue
+        op = Gemv() if dot.inputs[1].type.ndim == 1 else Gemm()
+        alpha, beta = constant(np.asarray(dot_sign * scale_d, dtype)), constant(np.asarray(z_sign * scale_z, dtype))
+        return [op(z, alpha, dot.inputs[0], dot.inputs[1], beta)]
+    return None
+
+
+@local_rewrite("specialize", "gemm", "blas", "inplace")
+def gemm_inplace(fgraph, node):
+    """Let Gemm overwrite ``z`` when nobody else reads it (saves the last copy)."""
+    op = node.op
+    if not isinstance(op, Gemm) or op.inplace:
+        return None
+    z = node.inputs[0]
+    if z.owner is None or isinstance(z, Constant) or not single_client(fgraph, z):
+        return None
+    if getattr(z.owner.op, "view_map", None):
+        return None  # z is a view of something else: writing it would corrupt that
+    if z.type.broadcastable != node.outputs[0].type.broadcastable:
+        return None
+    return [type(op)(inplace=True)(*node.inputs)]

@@ -1,0 +1,89 @@
+"""Numerical stabilisation: rewrite formulas that overflow into ones that don't.
+
+The tutorial writes the logistic loss literally::
+
+    p_1 = 1 / (1 + exp(-dot(x, w) - b))
+    xent = -y * log(p_1) - (1 - y) * log(1 - p_1)
+
+In float32, ``exp`` overflows for arguments above ~88, ``p_1`` rounds to
+exactly 0 or 1, and ``log`` returns -inf.  Canonicalisation has already
+turned ``p_1`` into ``sigmoid(z)`` and ``1 - p_1`` into ``sigmoid(-z)``;
+here ``log(sigmoid(z))`` becomes ``-softplus(-z)``, which is finite for
+every finite z.  :func:`stabilize_graph` applies the same rewrites *before*
+differentiation (``grad`` calls it), so the gradients are finite too.
+"""
+from __future__ import annotations
+
+from ..tensor import math as M
+from . import local_rewrite
+from .patterns import elemwise_name, is_constant, producer, same_layout
+
+
+@local_rewrite("stabilize", "stabilize")
+def log_sigmoid(fgraph, node):
+    """log(sigmoid(x)) -> -softplus(-x)   (and log(sigmoid(-x)) -> -softplus(x))"""
+    if elemwise_name(node) != "log":
+        return None
+    inner = producer(node.inputs[0], "sigmoid")
+    if inner is None:
+        return None
+    arg = inner.inputs[0]
+    negated = producer(arg, "neg")
+    result = M.neg(M.softplus(negated.inputs[0] if negated is not None else M.neg(arg)))
+    return [result] if same_layout(result, node.outputs[0]) else None
+
+
+@local_rewrite("stabilize", "stabilize")
+def log_one_minus_sigmoid(fgraph, node):
+    """log(1 - sigmoid(x)) -> -softplus(x)"""
+    if elemwise_name(node) != "log":
+        return None
+    sub = producer(node.inputs[0], "sub")
+    if sub is None or not is_constant(sub.inputs[0], 1):
+        return None
+    inner = producer(sub.inputs[1], "sigmoid")
+    if inner is None:
+        return None
+    result = M.neg(M.softplus(inner.inputs[0]))
+    return [result] if same_layout(result, node.outputs[0]) else None
+
+
+@local_rewrite("stabilize", "stabilize")
+def log_one_plus_exp(fgraph, node):
+    """log(1 + exp(x)) and log1p(exp(x)) -> softplus(x)"""
+    name = elemwise_name(node)
+    if name == "log1p":
+        inner = producer(node.inputs[0], "exp")
+    elif name == "log":
+        add = producer(node.inputs[0], "add")
+        if add is None:
+            return None
+        a, b = add.inputs
+        other = a if is_constant(b, 1) else b if is_constant(a, 1) else None
+        inner = producer(other, "exp") if other is not None else None
+    else:
+        return None
+    if inner is None:
+        return None
+    result = M.softplus(inner.inputs[0])
+    return [result] if same_layout(result, node.outputs[0]) else None
+
+
+def stabilize_graph(outputs):
+    """A clone of ``outputs`` with the canonicalize and stabilize stages applied.
+
+    Returns (new_outputs, memo) where memo maps old variables to new ones.
+    Leaves (inputs, shared variables, constants) are kept, so gradients taken
+    on the result are gradients with respect to the user's own variables.
+    """
+    from ..compile.fgraph import FunctionGraph
+    from ..graph import clone_replace, graph_inputs
+    from . import _DB, _load_rewrite_modules, run_stage
+
+    _load_rewrite_modules()
+    cloned, memo = clone_replace(outputs)
+    fgraph = FunctionGraph(graph_inputs(cloned), cloned)
+    fgraph.rewrite_log = []
+    for stage in ("canonicalize", "stabilize"):
+        run_stage(fgraph, stage, [rw for rw in _DB[stage] if "constant_folding" not in rw.tags])
+    return fgraph.outputs, memo
