@@ -8,6 +8,7 @@ rewriting (mode) and the linking into a callable happen in ``mode.py`` and
 """
 from __future__ import annotations
 
+import time
 import warnings
 
 from ..graph import Constant, Variable, clone_replace, format_trace, graph_inputs, user_trace
@@ -56,9 +57,15 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     fgraph.n_outputs = len(outs)
     fgraph.update_targets = [target for target, _ in upd]
     mode_obj = get_mode(mode)
+    start = time.perf_counter()
     mode_obj.rewrite(fgraph)
-    return Function(fgraph, ins, outs, single, upd, mode_obj, name=fn_name, profile=profile,
-                    allow_input_downcast=allow_input_downcast, trust_input=trust_input)
+    fn = Function(fgraph, ins, outs, single, upd, mode_obj, name=fn_name, profile=profile,
+                  allow_input_downcast=allow_input_downcast, trust_input=trust_input)
+    fn.compile_time = time.perf_counter() - start
+    if fn.profile is not None:
+        fn.profile.compile_time = getattr(fn.profile, "compile_time", 0.0) + fn.compile_time
+    finalize = getattr(mode_obj, "finalize", None)
+    return finalize(fn) if finalize else fn
 
 
 def _normalize_inputs(inputs):

@@ -1,0 +1,155 @@
+"""DebugMode: compile as FAST_RUN, then distrust everything.
+
+Each call of a function compiled with ``mode="DebugMode"``:
+
+1. runs a reference copy of the graph with only the *meaning-changing*
+   rewrites applied (canonicalize and stabilize: the stabilised formulas are
+   more accurate than the literal ones, so the literal graph is no fair
+   reference) and none of the speed rewrites (specialize, GEMM, fusion,
+   placement), and compares every output and update value (a wrong speed
+   rewrite shows up here);
+2. runs each node's thunk on copies of its inputs and checks that
+   * it did not write into an input it did not declare in ``destroy_map``,
+   * it did not turn finite inputs into NaN/Inf,
+   * its result matches the op's reference ``perform`` (for ops whose fast
+     thunk or GPU kernel is separate from ``perform``: the custom-op lesson).
+
+It is slow, by design: use it when something looks wrong.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .compile.mode import ALL_STAGES, Mode
+
+
+class DebugModeError(AssertionError):
+    """DebugMode found a disagreement; the message says where."""
+
+
+class DebugMode(Mode):
+    def __init__(self, rtol=None, atol=None, check_nan=True):
+        super().__init__("DebugMode", ALL_STAGES)
+        self.rtol, self.atol, self.check_nan = rtol, atol, check_nan
+
+    def __repr__(self):
+        return "Mode(DebugMode)"
+
+    def rewrite(self, fgraph):
+        from .compile.fgraph import FunctionGraph
+        from .graph import clone_replace
+        from .rewriting import apply_stages
+
+        apply_stages(fgraph, Mode("stabilize-only", ("canonicalize", "stabilize")))
+        reference_outputs, _ = clone_replace(fgraph.outputs)
+        fgraph.reference = FunctionGraph(fgraph.inputs, reference_outputs)
+        fgraph.reference.n_outputs = len(reference_outputs)
+        fgraph.reference.rewrite_log = []
+        super().rewrite(fgraph)
+
+    def finalize(self, fn):
+        """Wrap a compiled Function with the checks described above."""
+        from .compile.io import Out
+        from .compile.linker import Function
+
+        fgraph = fn.maker.fgraph
+        outs = [Out(v) for v in fgraph.reference.outputs]
+        reference = Function(fgraph.reference, fn.input_specs, outs, False, [], Mode("reference", ()),
+                             name=f"{fn.name} (unrewritten reference)")
+        fn.thunks = [_checked_thunk(self, node, thunk, fn.storage_map) for node, thunk in zip(fn.nodes, fn.thunks)]
+        fn._build_call()
+        inner = fn._call
+
+        def call(*args):
+            with np.errstate(all="ignore"):  # the unrewritten graph may overflow where the rewritten one is stable
+                expected = reference._call(*args)
+            targets = [t for t, *_ in fn.update_plan]
+            before = [t[0] for t in targets]
+            got = inner(*args)
+            got_list = got if isinstance(got, list) else ([] if got is None else [got])
+            got_list = got_list + [t[0] for t in targets]
+            for i, (e, g) in enumerate(zip(expected, got_list)):
+                kind = f"output {i}" if i < fgraph.n_outputs else f"update {i - fgraph.n_outputs}"
+                if not self._close(e, g):
+                    for t, old in zip(targets, before):
+                        t[0] = old  # keep state as it was: the call is reported as failed
+                    raise DebugModeError(
+                        f"DebugMode: {kind} of function {fn.name} differs between the rewritten graph and the "
+                        f"unrewritten reference ({_describe_difference(e, g)}). Rewrites applied: "
+                        f"{[name for _, name, _ in getattr(fgraph, 'rewrite_log', [])]}")
+            return got
+
+        fn._call = call
+        fn.reference = reference
+        return fn
+
+    def _close(self, expected, got):
+        expected, got = _host(expected), _host(got)
+        if np.shape(expected) != np.shape(got):
+            return False
+        dtype = np.result_type(expected, got)
+        if dtype.kind not in "fc":
+            return np.array_equal(expected, got)
+        loose = dtype in (np.float32, np.float16)
+        rtol = self.rtol if self.rtol is not None else (1e-4 if loose else 1e-7)
+        atol = self.atol if self.atol is not None else (1e-5 if loose else 1e-10)
+        # where the unrewritten reference overflowed, a finite result is a stabilisation, not a bug
+        mask = np.isfinite(expected)
+        return bool(np.allclose(expected[mask], got[mask], rtol=rtol, atol=atol))
+
+
+def _host(value):
+    if isinstance(value, np.ndarray) or np.isscalar(value):
+        return np.asarray(value)
+    if hasattr(value, "get"):
+        return value.get()
+    return np.asarray(value)
+
+
+def _describe_difference(expected, got):
+    expected, got = _host(expected), _host(got)
+    if np.shape(expected) != np.shape(got):
+        return f"shapes {np.shape(expected)} vs {np.shape(got)}"
+    with np.errstate(all="ignore"):
+        diff = np.abs(expected.astype("float64") - got.astype("float64"))
+    return f"max abs difference {np.nanmax(diff) if diff.size else 0:.3g}"
+
+
+def _checked_thunk(mode, node, thunk, storage_map):
+    in_cells = [storage_map[v] for v in node.inputs]
+    out_cells = [storage_map[v] for v in node.outputs]
+    destroyed = {i for ins in (getattr(node.op, "destroy_map", None) or {}).values() for i in ins}
+    from .graph import format_trace
+
+    def where():
+        return f"{node} (created at {format_trace(node.trace)})"
+
+    def checked():
+        before = [_host(c[0]).copy() if c[0] is not None else None for c in in_cells]
+        thunk()
+        for i, (cell, old) in enumerate(zip(in_cells, before)):
+            if i in destroyed or old is None:
+                continue
+            if not np.array_equal(_host(cell[0]), old, equal_nan=True):
+                raise DebugModeError(f"DebugMode: {where()} wrote into its input {i} ({node.inputs[i]}) without "
+                                     "declaring it in destroy_map. Ops must not modify their inputs.")
+        results = [c[0] for c in out_cells]
+        if mode.check_nan:
+            inputs_finite = all(_finite(v) for v in before if v is not None)
+            for k, value in enumerate(results):
+                if inputs_finite and not _finite(_host(value)):
+                    raise DebugModeError(f"DebugMode: {where()} produced NaN/Inf in output {k} from finite inputs")
+        reference = [[None] for _ in out_cells]
+        node.op.perform(node, [b.copy() if b is not None else None for b in before], reference)
+        for k, (ref, value) in enumerate(zip(reference, results)):
+            if not mode._close(ref[0], value):
+                raise DebugModeError(f"DebugMode: output {k} of {where()} differs from the op's perform() "
+                                     f"reference ({_describe_difference(ref[0], value)}). The op's thunk (or its "
+                                     "GPU kernel) disagrees with its NumPy reference.")
+
+    return checked
+
+
+def _finite(value):
+    arr = np.asarray(value)
+    return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
