@@ -108,6 +108,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.slow
 def test_grader_scores_a_synthetic_class(tmp_path, capsys):
     reference = synthetic_class(tmp_path)
     out = tmp_path / "out" / "grades.csv"
@@ -143,6 +144,7 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
     assert "wrote" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_kernel_that_ignores_interrupts_hits_the_notebook_timeout(tmp_path):
     """The last line of defence: the per-cell interrupt does not work, the notebook limit kills all."""
     nb = new_notebook(cells=[
@@ -151,10 +153,11 @@ def test_kernel_that_ignores_interrupts_hits_the_notebook_timeout(tmp_path):
     ])
     nbformat.write(nb, tmp_path / "stubborn.ipynb")
     start = time.monotonic()
-    run = run_notebook(tmp_path / "stubborn.ipynb", cell_timeout=2, notebook_timeout=7)
-    assert time.monotonic() - start < 30
-    assert run.outcome(0).reason == "timeout after 2s"
-    assert not run.outcome(1).passed and "notebook" in run.outcome(1).reason
+    run = run_notebook(tmp_path / "stubborn.ipynb", cell_timeout=2, notebook_timeout=8)
+    assert time.monotonic() - start < 20, "the notebook timeout did not stop the run"
+    # Which cell the notebook limit lands in depends on how fast the kernel started.
+    assert run.outcome(0).reason in ("timeout after 2s", "timeout: notebook exceeded 8s")
+    assert run.outcome(1).reason in ("timeout: notebook exceeded 8s", "not run: notebook timeout after 8s")
 
 
 def test_runner_sets_small_size_and_a_fresh_working_directory(tmp_path):

@@ -80,6 +80,7 @@ def _notebook(path: Path, source: str, stored: str) -> None:
     nbformat.write(nb, path)
 
 
+@pytest.mark.slow
 def test_nbval_lax_with_sanitizers_cacheprovider_off_and_a_conftest(tmp_path):
     # The same pytest settings as the repository's pyproject.toml.
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["tests"]\naddopts = "-ra"\n')
