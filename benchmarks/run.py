@@ -33,6 +33,9 @@ def parse_args(argv=None):
                         + ",".join(ALL_SYSTEMS))
     p.add_argument("--device", default="cpu", choices=["cpu", "sim", "gpu"],
                    help="coursekit's device; with gpu the peers also run on CUDA where they can")
+    p.add_argument("--threads", type=int, default=None,
+                   help="limit every library's CPU threads (BLAS/OpenMP, PyTorch, XLA) to N; default: "
+                        "each library's own default. --threads 1 gives steadier figures on a busy machine")
     p.add_argument("--repeats", type=int, default=None, help="timed repeats per row (default 5, quick 3)")
     p.add_argument("--no-save", action="store_true", help="print only; write nothing to results/")
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="results folder")
@@ -53,8 +56,17 @@ def parse_args(argv=None):
     return args
 
 
-def configure_environment(device: str) -> None:
-    """Must run before coursekit, JAX or PyTorch are imported."""
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def configure_environment(device: str, threads: int | None = None) -> None:
+    """Must run before NumPy, coursekit, JAX or PyTorch are imported."""
+    if threads:
+        for var in THREAD_VARS:
+            os.environ[var] = str(threads)
+        if threads == 1:
+            os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                       " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
     flags = [f for f in os.environ.get("COURSEKIT_FLAGS", "").split(",")
              if f.strip() and not f.strip().startswith(("device=", "floatX="))]
     os.environ["COURSEKIT_FLAGS"] = ",".join(flags + [f"device={device}", "floatX=float32"])
@@ -143,7 +155,13 @@ def device_ran(rows, requested: str, gpu: dict) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    configure_environment(args.device)
+    configure_environment(args.device, args.threads)
+    if args.threads and "torch" in args.systems:
+        try:
+            import torch
+            torch.set_num_threads(args.threads)
+        except Exception:
+            pass
 
     import _common
     import workloads as wl
@@ -189,6 +207,7 @@ def main(argv=None) -> int:
     gpu = ctx.gpu() if args.device == "gpu" else {"real": False}
     info = _common.machine_info()
     info["loadavg_at_start"] = load_start
+    info["threads"] = {"--threads": args.threads, **{v: os.environ.get(v) for v in THREAD_VARS}}
     ran = device_ran(ctx.rows, args.device, gpu)
     notes = list(ctx.notes)
     for name, note in systems.notes.items():
@@ -208,9 +227,10 @@ def main(argv=None) -> int:
 
     lines = table_lines(ctx.rows)
     vers = versions(systems)
+    threads_txt = f"--threads {args.threads}" if args.threads else "library default threads"
     header = [
         f"coursekit benchmarks — {started} — {'quick' if args.quick else 'full'} run, "
-        f"device asked: {args.device}, device that ran coursekit: {ran}",
+        f"device asked: {args.device}, device that ran coursekit: {ran}, {threads_txt}",
         f"machine: {info['cpu_model']}, {info['cores_usable']} cores usable ({info['cores']} total), "
         f"{info['ram_gib']} GiB RAM; {info['os']}; Python {info['python']}; BLAS {info['numpy_blas']}; "
         f"load average {info['loadavg_at_start']} at start, {info['loadavg_1_5_15']} at end",
@@ -232,7 +252,8 @@ def main(argv=None) -> int:
 
     if not args.no_save:
         os.makedirs(args.out, exist_ok=True)
-        stem = f"{_common.today()}-{_common.machine_slug(info)}-{ran}" + ("-quick" if args.quick else "")
+        stem = (f"{_common.today()}-{_common.machine_slug(info)}-{ran}" + (f"-t{args.threads}" if args.threads else "")
+                + ("-quick" if args.quick else ""))
         payload = {
             "date": started,
             "command": "python benchmarks/run.py " + " ".join(argv if argv is not None else sys.argv[1:]),
