@@ -48,11 +48,21 @@ for _rank in _RANKS:
     for _prefix, _dtype in _PREFIXES.items():
         globals()[_prefix + _rank] = _constructor(_rank, _dtype)
 
-# a few Theano spellings
-scalars = lambda names, dtype=None: [_constructor("scalar", dtype)(n) for n in names.split(",")]  # noqa: E731
-vectors = lambda names, dtype=None: [_constructor("vector", dtype)(n) for n in names.split(",")]  # noqa: E731
-matrices = lambda names, dtype=None: [_constructor("matrix", dtype)(n) for n in names.split(",")]  # noqa: E731
-tensor3 = _constructor("tensor3", None)  # noqa: F811
+
+def _plural(rank, dtype):
+    make_one = _constructor(rank, dtype)
+
+    def make_many(names):
+        """Several inputs at once: ``x, y = T.fvectors('x,y')``."""
+        return [make_one(n.strip()) for n in names.split(",")]
+
+    return make_many
+
+
+for _plural_name, _rank in (("scalars", "scalar"), ("vectors", "vector"), ("matrices", "matrix"),
+                            ("tensor3s", "tensor3"), ("rows", "row"), ("cols", "col")):
+    for _prefix, _dtype in _PREFIXES.items():
+        globals()[_prefix + _plural_name] = _plural(_rank, _dtype)
 
 
 def grad(cost, wrt, **kwargs):
