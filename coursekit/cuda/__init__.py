@@ -1,0 +1,76 @@
+"""coursekit.cuda -- write real CUDA C kernels; run them on a GPU or on a CPU emulator.
+
+    from coursekit import cuda
+    mod = cuda.SourceModule(source)                     # compiled once, cached on disk
+    f = mod.get_function("multiply_them")
+    f(cuda.Out(dest), cuda.In(a), cuda.In(b), block=(400, 1, 1), grid=(1, 1))   # PyCUDA style
+    f((n_blocks,), (256,), (d_out, d_in, numpy.int32(n)))                        # CuPy style
+
+With a GPU that CuPy sees (and coursekit's device setting not ``sim``/``cpu``),
+kernels are compiled by NVRTC and run on it.  Otherwise they run on the CPU
+emulator: each CUDA thread is a fiber, each block runs to its barriers, and
+everything it reports is labelled "emulator (CPU)".  See
+:mod:`coursekit.cuda.emulator` for its check modes (missing barriers,
+out-of-bounds accesses) and :mod:`coursekit.cuda.compiler` for the cache.
+"""
+from .args import In, InOut, Out
+from .errors import (BackendUnavailableError, CompileError, CudaError, KernelArgumentError,
+                     KernelRuntimeError, LaunchConfigError, MemoryAccessError, RaceConditionError)
+from .module import SourceModule, choose_backend, gpu_available
+
+
+def _device_backend(backend):
+    return choose_backend(backend)
+
+
+def to_device(host_array, backend="auto"):
+    """Copy a host array to device memory of the backend SourceModule would pick."""
+    import numpy as np
+    if _device_backend(backend) == "cupy":
+        import cupy
+        return cupy.asarray(np.ascontiguousarray(host_array))
+    from coursekit.devices.simarray import SimArray
+    return SimArray.from_host(np.ascontiguousarray(host_array))
+
+
+def empty(shape, dtype, backend="auto"):
+    """Uninitialised device memory (on the emulator it is filled with 0xFF bytes, as garbage)."""
+    import numpy as np
+    if _device_backend(backend) == "cupy":
+        import cupy
+        return cupy.empty(shape, dtype)
+    from coursekit.devices.simarray import SimArray
+    arr = SimArray.empty(shape, dtype)
+    arr._buf.reshape(-1).view(np.uint8).fill(0xFF)
+    return arr
+
+
+def zeros(shape, dtype, backend="auto"):
+    import numpy as np
+    if _device_backend(backend) == "cupy":
+        import cupy
+        return cupy.zeros(shape, dtype)
+    from coursekit.devices.simarray import SimArray
+    return SimArray.zeros(shape, dtype)
+
+
+def compile_check(source, options=()):
+    """Prove that CUDA source compiles; return what was checked, raise CompileError if not.
+
+    Uses nvcc when it is installed (the verdict a GPU toolchain gives, cached)
+    and always builds the CPU emulator's library too, so the kernels can run here.
+    """
+    from . import compiler
+    from .module import SourceModule
+    mod = SourceModule(source, options, backend="emulator")
+    checked = ["g++ (CPU emulator)"]
+    if mod.nvcc_verdict is not None:
+        checked.insert(0, mod.nvcc_verdict["tool"])
+    return {"ok": True, "kernels": {k: str(s) for k, s in mod.kernels.items()}, "checked_by": checked,
+            "shared_bytes": dict(mod.nvcc_verdict["smem"]) if mod.nvcc_verdict else {},
+            "nvcc": compiler.nvcc_path()}
+
+
+__all__ = ["SourceModule", "In", "Out", "InOut", "to_device", "empty", "zeros", "compile_check",
+           "gpu_available", "CudaError", "CompileError", "KernelArgumentError", "LaunchConfigError",
+           "KernelRuntimeError", "RaceConditionError", "MemoryAccessError", "BackendUnavailableError"]

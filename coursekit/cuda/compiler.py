@@ -1,0 +1,248 @@
+"""Compiling kernels: the host C++ build for the emulator, nvcc's verdict, the disk cache.
+
+Why a disk cache: a notebook is re-run top to bottom many times, and a g++
+build of a kernel costs a few tenths of a second, nvcc half a second more.
+Every artefact is named by a SHA-256 of everything that shapes it (source,
+options, the emulator's own prelude/runtime files, the compiler's version),
+so a stale artefact can never be picked up; it lives in
+``$COURSEKIT_CACHE_DIR/cuda`` (default ``~/.cache/coursekit/cuda``), never
+in the repository.
+
+Why nvcc at all on a machine without a GPU: g++ accepts things a GPU
+compiler rejects (calling a host function from a kernel, a 100 KiB
+``__shared__`` array...).  When ``nvcc`` is on the PATH we ask it first, so a
+student's kernel that passes here also compiles on the real GPU.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from .errors import CompileError
+from .source import SOURCE_NAME, emulator_translation_unit, source_line
+
+PKG_DIR = Path(__file__).resolve().parent
+RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_driver.cpp", "cuda_runtime.h")
+NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
+CXXFLAGS = ["-std=c++17", "-fPIC", "-w", "-fno-strict-aliasing", "-I", str(PKG_DIR)]
+FAST_FLAGS = ["-O2"]
+ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+
+#: how many times each tool really ran in this process (the cache tests read it)
+stats = {"gxx": 0, "nvcc": 0, "asan": 0}
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("COURSEKIT_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "coursekit"
+    path = base / "cuda"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cxx() -> str:
+    return os.environ.get("CXX", "g++")
+
+
+@functools.lru_cache(maxsize=None)
+def _tool_version(tool: str) -> str:
+    try:
+        return subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except OSError:
+        return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _runtime_digest() -> str:
+    h = hashlib.sha256()
+    for name in RUNTIME_FILES:
+        p = PKG_DIR / name
+        if p.exists():
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def _key(*parts) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def nvcc_path():
+    """The nvcc executable, or None (then the GPU compile check is skipped)."""
+    if os.environ.get("COURSEKIT_NO_NVCC"):
+        return None
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for cand in ("/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc"):
+        if os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def host_options(options) -> list:
+    """The nvcc options that mean something to g++ (-D, -U, -I); the rest are GPU-only."""
+    out, it = [], iter(options)
+    for opt in it:
+        if opt in ("-D", "-U", "-I"):
+            out += [opt, next(it, "")]
+        elif opt.startswith(("-D", "-U", "-I")):
+            out.append(opt)
+    return out
+
+
+# -- error reporting ----------------------------------------------------------
+def compile_error(tool: str, log: str, src: str) -> CompileError:
+    """Turn a compiler log into an error that points at the student's lines."""
+    pattern = re.compile(re.escape(SOURCE_NAME) + r"(?::(\d+)|\((\d+)\))")
+    lines = [ln for ln in log.splitlines() if ln.strip()]
+    first_line = None
+    for ln in lines:
+        m = pattern.search(ln)
+        if m and ("error" in ln.lower()):
+            first_line = int(m.group(1) or m.group(2))
+            break
+    if first_line is None:
+        for ln in lines:
+            m = pattern.search(ln)
+            if m:
+                first_line = int(m.group(1) or m.group(2))
+                break
+    shown = [ln for ln in lines if "error" in ln.lower() or SOURCE_NAME in ln] or lines
+    body = "\n".join("  " + ln for ln in shown[:25])
+    if len(shown) > 25:
+        body += f"\n  ... ({len(shown) - 25} more lines; see the .log attribute)"
+    head = f"the CUDA source does not compile ({tool})"
+    if first_line:
+        head += f"; first error on line {first_line} of your source:\n    {source_line(src, first_line)}"
+    return CompileError(f"{head}\n{body}", log=log, line=first_line, compiler=tool)
+
+
+def _run(cmd, cwd=None):
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+
+
+# -- nvcc: would a GPU compiler accept it? -------------------------------------
+def _nvcc_start(src: str, options):
+    """Start nvcc in the background (or return a cached verdict) -> (key, proc_or_verdict, tmpdir)."""
+    nvcc = nvcc_path()
+    if nvcc is None:
+        return None
+    key = _key("nvcc", src, tuple(options), NVCC_ARCH, _tool_version(nvcc))
+    cached = cache_dir() / f"{key}.nvcc.json"
+    if cached.exists():
+        try:
+            return key, json.loads(cached.read_text()), None
+        except ValueError:
+            pass
+    tmp = tempfile.mkdtemp(prefix="ck-nvcc-")
+    Path(tmp, SOURCE_NAME).write_text(src)
+    arch = [] if any(o.startswith(("-arch", "--gpu-architecture", "-gencode")) for o in options) else [f"-arch={NVCC_ARCH}"]
+    cmd = [nvcc, "-x", "cu", "-cubin", *arch, "--resource-usage", *options, "-o", os.devnull, SOURCE_NAME]
+    stats["nvcc"] += 1
+    proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return key, proc, tmp
+
+
+def _nvcc_finish(started):
+    if started is None:
+        return None
+    key, proc, tmp = started
+    if tmp is None:
+        return proc
+    log, _ = proc.communicate()
+    shutil.rmtree(tmp, ignore_errors=True)
+    smem, current = {}, None
+    for ln in log.splitlines():
+        m = re.search(r"Compiling entry function '([^']+)'", ln)
+        if m:
+            current = demangle(m.group(1))
+            smem.setdefault(current, 0)
+        m = re.search(r"(\d+) bytes smem", ln)
+        if m and current:
+            smem[current] = int(m.group(1))
+    verdict = {"ok": proc.returncode == 0, "log": log, "smem": smem,
+               "tool": f"nvcc -arch={NVCC_ARCH}"}
+    tmpfile = cache_dir() / f"{key}.nvcc.json.{os.getpid()}"
+    tmpfile.write_text(json.dumps(verdict))
+    os.replace(tmpfile, cache_dir() / f"{key}.nvcc.json")
+    return verdict
+
+
+def demangle(symbol: str) -> str:
+    """Kernel name from an Itanium-mangled symbol (``_Z1kPf`` -> ``k``); enough for smem tables."""
+    m = re.match(r"_Z(\d+)", symbol)
+    if not m:
+        return symbol
+    n = int(m.group(1))
+    return symbol[m.end():m.end() + n]
+
+
+def nvcc_check(src: str, options=()):
+    """nvcc's verdict on ``src`` as a dict (ok, log, smem per kernel), or None without nvcc."""
+    return _nvcc_finish(_nvcc_start(src, list(options)))
+
+
+# -- g++ builds of the emulator ------------------------------------------------
+def _build_object(name: str, flags: list) -> Path:
+    """Compile one of the runtime's own .cpp files once per flag set (cached)."""
+    key = _key("obj", name, tuple(flags), _runtime_digest(), _tool_version(cxx()))
+    out = cache_dir() / f"{Path(name).stem}-{key}.o"
+    if not out.exists():
+        tmp = out.with_suffix(f".o.{os.getpid()}")
+        r = _run([cxx(), *CXXFLAGS, *flags, "-c", str(PKG_DIR / name), "-o", str(tmp)])
+        if r.returncode != 0:
+            raise CompileError(f"coursekit's emulator runtime {name} does not compile with {cxx()}:\n{r.stderr}",
+                               log=r.stderr, compiler=cxx())
+        os.replace(tmp, out)
+    return out
+
+
+def build(src: str, options, entries, *, asan=False, check_nvcc=True):
+    """Build the emulator library (or, with asan, the checked-mode executable).
+
+    Returns ``(path, nvcc_verdict)``.  nvcc (if present) runs concurrently with
+    g++; its rejection is reported first because it is what a GPU would say.
+    """
+    options = list(options)
+    tu = emulator_translation_unit(src, entries)
+    flags = ASAN_FLAGS if asan else FAST_FLAGS
+    hopts = host_options(options)
+    key = _key("asan" if asan else "so", tu, tuple(hopts), tuple(flags), _runtime_digest(), _tool_version(cxx()))
+    out = cache_dir() / (f"{key}.asan" if asan else f"{key}.so")
+    started = _nvcc_start(src, options) if check_nvcc else None
+    log, ok = "", True
+    if not out.exists():
+        runtime = _build_object("ck_runtime.cpp", flags)
+        cpp = cache_dir() / f"{key}.cpp"
+        cpp.write_text(tu)
+        tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+        if asan:
+            driver = _build_object("ck_driver.cpp", flags)
+            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver), "-o", str(tmp)]
+            stats["asan"] += 1
+        else:
+            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, "-shared", "-Wl,-Bsymbolic", str(cpp), str(runtime),
+                   "-o", str(tmp)]
+            stats["gxx"] += 1
+        r = _run(cmd)
+        ok, log = r.returncode == 0, r.stderr
+        if ok:
+            os.replace(tmp, out)
+        cpp.unlink(missing_ok=True)
+    verdict = _nvcc_finish(started)
+    if verdict is not None and not verdict["ok"]:
+        raise compile_error(f"nvcc -arch={NVCC_ARCH}, the CUDA compiler a GPU would use", verdict["log"], src)
+    if not ok:
+        raise compile_error(f"{cxx()}, compiling it for the CPU emulator", log, src)
+    return out, verdict

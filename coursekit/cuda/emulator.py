@@ -1,0 +1,239 @@
+"""The CPU emulator backend: load the compiled kernel library and launch it.
+
+Device memory is the simulated GPU's :class:`~coursekit.devices.simarray.SimArray`
+(a NumPy buffer only device code touches).  ``cuda.In/Out/InOut`` host arrays
+get a fresh device buffer per launch, as PyCUDA does; an ``Out`` buffer is
+filled with 0xFF bytes first (NaN for floats, -1 for ints) because a GPU's
+fresh memory holds leftovers, never the host array's old values.
+
+Check levels (``SourceModule(..., check=...)`` sets the default, a launch's
+``check=`` keyword overrides it, env ``COURSEKIT_CUDA_CHECK`` sets it for all):
+
+* ``False`` -- fast: threads of a block run in forward order only;
+* ``"races"`` -- run forward and reverse thread (and block) order and compare
+  every array: a missing ``__syncthreads()`` shows up as a difference;
+* ``"memory"`` -- run in a subprocess built with AddressSanitizer: an
+  out-of-bounds access becomes a Python exception naming the line instead of
+  killing the notebook's kernel;
+* ``True`` -- both, in the subprocess.
+
+Divergent barriers, failed ``assert`` and ``__trap()`` are always detected.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from coursekit.devices.simarray import SimArray
+
+from . import args as A
+from .errors import KernelRuntimeError, RaceConditionError
+
+LABEL = "emulator (CPU)"
+_CHECK_LEVELS = {False: False, None: False, "": False, "0": False, "false": False, "off": False,
+                 True: True, "1": True, "true": True, "all": True, "on": True,
+                 "races": "races", "race": "races", "order": "races", "memory": "memory", "asan": "memory"}
+
+
+def check_level(value):
+    key = value.lower() if isinstance(value, str) else value
+    if key not in _CHECK_LEVELS:
+        raise ValueError(f"check={value!r}: use False, 'races', 'memory' or True (both)")
+    return _CHECK_LEVELS[key]
+
+
+def default_check():
+    return check_level(os.environ.get("COURSEKIT_CUDA_CHECK", "0"))
+
+
+class EmulatorTime(float):
+    """Seconds measured around an emulated launch.  Not a GPU timing."""
+
+    def __repr__(self):
+        return f"{float(self):.6f} s (emulator wall time on the CPU — not a GPU timing)"
+
+
+class EmulatorLibrary:
+    """One compiled module (a .so); launches are serialised (the runtime is single-threaded)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        self.lib = ctypes.CDLL(self.path)
+        self.lock = threading.Lock()
+        f = self.lib.ck_launch
+        f.restype = ctypes.c_int
+        u = ctypes.c_uint
+        f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u, u, u, u, u, u, ctypes.c_size_t, ctypes.c_int,
+                      ctypes.c_char_p]
+        self.launch = f
+        self.lib.ck_last_error.restype = ctypes.c_char_p
+        self.lib.ck_printf_output.restype = ctypes.c_char_p
+        self.lib.ck_static_shared_bytes.restype = ctypes.c_size_t
+        self.lib.ck_switch_kind.restype = ctypes.c_char_p
+        self.static_shared = int(self.lib.ck_static_shared_bytes())
+
+    def entry(self, index):
+        return ctypes.cast(getattr(self.lib, f"__ck_entry_{index}"), ctypes.c_void_p).value
+
+
+class EmulatorKernel:
+    """A kernel of a SourceModule, launched on the CPU emulator."""
+
+    backend = LABEL
+
+    def __init__(self, module, signature, index):
+        self.module = module
+        self.signature = signature
+        self.name = signature.name
+        self._index = index
+        self._entry = None
+        self._name_b = signature.name.encode()
+        self._static = None
+
+    def __repr__(self):
+        return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
+
+    # -- the two call styles -------------------------------------------------
+    def __call__(self, *args, block=None, grid=(1, 1), shared=0, shared_mem=None, stream=None,
+                 time_kernel=False, check=None, order="forward"):
+        if block is None:
+            if len(args) == 3 and isinstance(args[2], (tuple, list)):
+                grid, block, args = args[0], args[1], tuple(args[2])      # CuPy: f(grid, block, args)
+            else:
+                raise A.LaunchConfigError(
+                    f"kernel {self.name}: say how many threads to run, PyCUDA style "
+                    f"f(*args, block=(256,1,1), grid=(n_blocks,1)) or CuPy style f(grid, block, args).")
+        if shared_mem is not None:
+            shared = shared_mem
+        grid, block = A.dims(grid, "grid"), A.dims(block, "block")
+        if self._static is None:
+            self._static = self.module.static_shared_bytes(self.name)
+        shared = int(shared)
+        if (block[0] * block[1] * block[2] > 1024 or shared or self._static or block[2] > 64
+                or grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535):
+            A.check_launch(self.name, grid, block, shared, self._static)
+        slots, arrays, copy_back = self._marshal(args)
+        level = self.module.check if check is None else check_level(check)
+        start = time.perf_counter()
+        try:
+            if level in (True, "memory"):
+                from .checked import run_checked
+                run_checked(self, slots, arrays, grid, block, shared, races=level is True)
+            elif level == "races":
+                self._run_both_orders(slots, arrays, grid, block, shared)
+            else:
+                self._launch(slots, grid, block, shared, order == "reverse")
+        finally:
+            elapsed = time.perf_counter() - start
+        for host, dev in copy_back:
+            host[...] = dev.reshape(host.shape)
+        if time_kernel:
+            return EmulatorTime(elapsed)
+        return None
+
+    # -- arguments -------------------------------------------------------------
+    def _marshal(self, args):
+        """8-byte parameter slots, the device buffers involved, and the Out copies to do."""
+        sig = self.signature
+        if len(args) != len(sig.params):
+            A.check_count(sig, args)
+        parts, arrays, copy_back = [], [], []
+        for i, (p, a) in enumerate(zip(sig.params, args)):
+            if type(a) is SimArray:
+                buf = a._buf
+                if not p.is_pointer:
+                    raise A.KernelArgumentError(
+                        f"argument {i + 1} ('{p.name}') of kernel {sig.name} is a device array, but the parameter "
+                        f"is `{p.decl()}`, a value: pass a NumPy scalar.")
+                if p.allowed is not None and buf.dtype not in p.allowed:
+                    A.check_array(sig, i, p, buf)
+                if not buf.flags.c_contiguous:
+                    raise A.KernelArgumentError(
+                        f"argument {i + 1} ('{p.name}') of kernel {sig.name} is a non-contiguous device array; "
+                        f"a kernel indexes memory linearly. Make a contiguous copy first.")
+                parts.append(_address(buf))
+                arrays.append((p.name, buf))
+            elif isinstance(a, A._HostArg):
+                if not p.is_pointer:
+                    raise A.KernelArgumentError(
+                        f"argument {i + 1} ('{p.name}') of kernel {sig.name} is {A.describe(a)}, but the parameter "
+                        f"is `{p.decl()}`, a value, not a pointer.")
+                host = a.array
+                A.check_array(sig, i, p, host)
+                if a.copy_in:
+                    dev = np.array(host, copy=True, order="C")     # also makes strided input contiguous
+                else:
+                    dev = np.empty(host.shape, host.dtype)
+                    dev.reshape(-1).view(np.uint8).fill(0xFF)       # fresh device memory is garbage
+                if a.copy_out:
+                    copy_back.append((host, dev))
+                parts.append(_address(dev))
+                arrays.append((p.name, dev))
+            else:
+                b = A.scalar_bytes(sig, i, p, a)
+                if b is None:
+                    raise A.pointer_error(sig, i, p, a, "is not memory of the simulated device (the emulator "
+                                          "runs this module)")
+                parts.append(b)
+        return b"".join(parts) or b"\0" * 8, arrays, copy_back
+
+    # -- running -----------------------------------------------------------------
+    def _launch(self, slots, grid, block, dyn, reverse):
+        lib = self.module.library
+        if self._entry is None:
+            self._entry = lib.entry(self._index)
+        with lib.lock:
+            rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b)
+            out = lib.lib.ck_printf_output() if rc else None
+            err = lib.lib.ck_last_error() if rc < 0 else None
+            truncated = rc and lib.lib.ck_printf_truncated()
+        if out:
+            sys.stdout.write(out.decode(errors="replace"))
+        if truncated:
+            sys.stdout.write("[printf output truncated at 1 MiB, as CUDA's printf buffer would]\n")
+        if rc < 0:
+            raise KernelRuntimeError(err.decode(errors="replace") + f"\n[{LABEL}]")
+
+    def _run_both_orders(self, slots, arrays, grid, block, dyn):
+        before = [buf.copy() for _, buf in arrays]
+        self._launch(slots, grid, block, dyn, reverse=False)
+        forward = [buf.copy() for _, buf in arrays]
+        for (_, buf), saved in zip(arrays, before):
+            buf[...] = saved
+        self._launch(slots, grid, block, dyn, reverse=True)
+        reverse = [buf.copy() for _, buf in arrays]
+        compare_orders(self.name, [n for n, _ in arrays], forward, reverse)
+        for (_, buf), f in zip(arrays, forward):
+            buf[...] = f
+
+
+def _address(buf) -> bytes:
+    """The data pointer of a NumPy buffer as an 8-byte slot (3x faster than .ctypes.data)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(buf)).to_bytes(8, "little")
+    except (TypeError, ValueError):     # read-only or empty buffer
+        return buf.ctypes.data.to_bytes(8, "little")
+
+
+def compare_orders(kernel, names, forward, reverse):
+    """Raise RaceConditionError if the two thread orders left different data."""
+    for name, f, r in zip(names, forward, reverse):
+        f1, r1 = f.reshape(-1), r.reshape(-1)
+        if f.dtype.kind in "fc":
+            same = np.isclose(f1, r1, rtol=1e-4, atol=1e-6, equal_nan=True)
+        else:
+            same = f1 == r1
+        if not same.all():
+            bad = np.flatnonzero(~same)
+            i = int(bad[0])
+            raise RaceConditionError(
+                f"kernel {kernel}: results differ between thread orders: missing __syncthreads()? "
+                f"Running the threads of each block first-to-last and last-to-first left different values in "
+                f"'{name}' ({bad.size} of {f1.size} elements differ; first at index {i}: {f1[i]!r} vs {r1[i]!r}). "
+                f"A correct kernel cannot depend on the order in which threads run: a thread read shared "
+                f"data before the thread that writes it reached a barrier.\n[{LABEL}]")

@@ -1,0 +1,149 @@
+"""``SourceModule``: compile CUDA C once, hand out kernels (PyCUDA's shape).
+
+The backend is picked once per module: CuPy's ``RawModule`` (NVRTC) on a real
+GPU, otherwise the CPU emulator.  Either way the source is parsed here first
+for its kernels' signatures, so argument mistakes get the same message on both.
+"""
+from __future__ import annotations
+
+import threading
+
+from . import compiler
+from .errors import BackendUnavailableError, CudaError
+from .source import find_kernels
+
+_loaded = {}            # .so path -> EmulatorLibrary (one dlopen per process)
+_load_lock = threading.Lock()
+
+
+def configured_device() -> str:
+    """coursekit's device setting, or "cpu" when the config module is not there (yet)."""
+    try:
+        return str(getattr(__import__("coursekit.config", fromlist=["config"]).config, "device", "cpu"))
+    except Exception:
+        return "cpu"
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees a GPU.  Imports cupy lazily, only here."""
+    try:
+        import cupy
+        return bool(cupy.cuda.is_available())
+    except Exception:
+        return False
+
+
+def choose_backend(backend: str = "auto") -> str:
+    backend = (backend or "auto").lower()
+    if backend in ("emulator", "cpu", "sim"):
+        return "emulator"
+    if backend in ("cupy", "gpu", "cuda", "nvrtc"):
+        if not gpu_available():
+            raise BackendUnavailableError(
+                f"backend={backend!r} needs a real NVIDIA GPU that CuPy can see, and there is none here. "
+                f"Use backend='auto' (falls back to the CPU emulator) or backend='emulator'.")
+        return "cupy"
+    if backend != "auto":
+        raise ValueError(f"backend={backend!r}: use 'auto', 'emulator' or 'cupy'")
+    if configured_device().split(":")[0] in ("sim", "cpu"):
+        return "emulator"
+    return "cupy" if gpu_available() else "emulator"
+
+
+class SourceModule:
+    """Compile CUDA C source; ``get_function(name)`` returns a launchable kernel.
+
+    ``options``: nvcc/NVRTC options (``-D``/``-U``/``-I`` also reach the host
+    compiler of the emulator).  ``backend``: ``"auto"``, ``"emulator"`` or
+    ``"cupy"``.  ``check`` (emulator only): default check level of launches,
+    see :mod:`coursekit.cuda.emulator`.  ``name_expressions``: template
+    instantiations to compile, e.g. ``["scale<float>"]``.  ``no_extern_c``: as
+    in PyCUDA, the GPU backend wraps the source in ``extern "C"`` so kernel names
+    are not mangled, unless this is True or the source already says
+    ``extern "C"`` or uses templates.
+    """
+
+    def __init__(self, source, options=(), backend="auto", *, check=None, name_expressions=(),
+                 no_extern_c=False, nvcc_check=True):
+        if not isinstance(source, str):
+            raise TypeError("SourceModule(source): source must be a string of CUDA C")
+        self.source = source
+        self.options = tuple(options or ())
+        self.kernels = {k.name: k for k in find_kernels(source)}
+        self.name_expressions = tuple(name_expressions)
+        self.backend_kind = choose_backend(backend)
+        if self.backend_kind == "emulator":
+            from .emulator import LABEL, check_level, default_check
+            self.backend = LABEL
+            self.check = default_check() if check is None else check_level(check)
+            self._entries = self._entry_list()
+            path, self.nvcc_verdict = compiler.build(source, self.options, [e for _, e in self._entries],
+                                                     check_nvcc=nvcc_check)
+            self.library = _load(path)
+        else:
+            from .gpu import CupyModule
+            self.backend = "GPU (CuPy, NVRTC)"
+            self.check = False
+            self._gpu = CupyModule(source, self.options, self.name_expressions, no_extern_c)
+
+    def _entry_list(self):
+        """(kernel name, C++ expression) for every kernel the emulator exports."""
+        entries = [(k.name, k.name) for k in self.kernels.values() if not k.is_template]
+        for expr in self.name_expressions:
+            entries.append((expr, expr))
+        return entries
+
+    def static_shared_bytes(self, name) -> int:
+        """Static __shared__ bytes of a kernel: nvcc's count if known, else the whole module's."""
+        base = name.split("<")[0]
+        if self.nvcc_verdict and base in self.nvcc_verdict.get("smem", {}):
+            return self.nvcc_verdict["smem"][base]
+        return self.library.static_shared
+
+    def get_function(self, name):
+        base = name.split("<")[0].strip()
+        if base not in self.kernels:
+            known = ", ".join(self.kernels) or "none"
+            raise CudaError(f"no __global__ kernel named {name!r} in this module (kernels: {known})")
+        sig = self.kernels[base]
+        if sig.is_template and name == base:
+            raise CudaError(f"kernel {base!r} is a template: compile an instantiation with "
+                            f"SourceModule(..., name_expressions=['{base}<float>']) and get_function('{base}<float>')")
+        if sig.is_template:
+            sig = _instantiate(sig, name)
+        if self.backend_kind == "cupy":
+            from .gpu import CupyKernel
+            return CupyKernel(self._gpu, sig, name)
+        from .emulator import EmulatorKernel
+        names = [n for n, _ in self._entries]
+        if name not in names:
+            raise CudaError(f"{name!r} was not among the name_expressions this module was compiled with: "
+                            f"{list(self.name_expressions)}")
+        return EmulatorKernel(self, sig, names.index(name))
+
+    def __repr__(self):
+        return f"<coursekit.cuda.SourceModule kernels={list(self.kernels)} backend={self.backend}>"
+
+
+def _instantiate(sig, expr):
+    """Signature of ``k<float, int>``: template parameters replaced by the given types."""
+    import re
+    from .source import KernelSignature, parse_param
+    args = [a.strip() for a in expr[expr.index("<") + 1:expr.rindex(">")].split(",")]
+    names = sig.template_params if hasattr(sig, "template_params") else []
+    mapping = dict(zip(names, args))
+    params = []
+    for i, p in enumerate(sig.params):
+        text = re.sub(r"\b\w+\b", lambda m: mapping.get(m.group(0), m.group(0)), f"{p.ctype} {p.name}")
+        params.append(parse_param(text.replace("* ", "*") if p.ctype.endswith("*") else text, i))
+    return KernelSignature(expr, params, sig.line, False)
+
+
+def _load(path):
+    from .emulator import EmulatorLibrary
+    key = str(path)
+    with _load_lock:
+        lib = _loaded.get(key)
+        if lib is None:
+            lib = _loaded[key] = EmulatorLibrary(path)
+        return lib
