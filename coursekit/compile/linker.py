@@ -146,20 +146,22 @@ class Function:
                 lines.append(f"        t{k}()" if k == 0 else f"        i = {k}; t{k}()")
             lines += ["    except Exception as exc:", "        try:", "            error(i, exc)",
                       "        finally:"] + [f"            {c}" for c in clear_gc] + ["            pass"]
-        results = []
+        # read every output and update value first, then clear cells: the same variable may be read twice
+        results, clears = [], []
         for k, (cell, must_copy, clear) in enumerate(self.output_plan):
             ns[f"o{k}"] = cell
             lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
             if self._output_is_scalar[k]:
                 lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
             if clear and not must_copy:
-                lines.append(f"    o{k}[0] = None")
+                clears.append(f"    o{k}[0] = None")
             results.append(f"r{k}")
         for k, (target, cell, must_copy, clear) in enumerate(self.update_plan):
             ns[f"s{k}"], ns[f"u{k}"] = target, cell
             lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
             if clear and not must_copy:
-                lines.append(f"    u{k}[0] = None")
+                clears.append(f"    u{k}[0] = None")
+        lines += clears
         lines += [f"    s{k}[0] = v{k}" for k in range(len(self.update_plan))]
         lines += [f"    {c}" for c in clear_gc]
         if self.single:

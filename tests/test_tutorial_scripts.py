@@ -1,0 +1,34 @@
+"""The tutorial's own scripts run with only their imports changed."""
+import os
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SCRIPTS = Path(__file__).parent / "tutorial_scripts"
+
+
+def run_script(name, flags="", seed=1234):
+    code = (f"import numpy, runpy; numpy.random.seed({seed}); "
+            f"g = runpy.run_path({str(SCRIPTS / name)!r}); "
+            "import numpy as np; print('ACCURACY', float((g['predict'](g['D'][0]) == g['D'][1]).mean()), "
+            "bool(np.isfinite(g['w'].get_value()).all()))")
+    env = dict(os.environ, COURSEKIT_FLAGS=flags)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_logistic_regression_on_cpu_reaches_accuracy_one():
+    out = run_script("logistic_regression.py", "device=cpu,floatX=float32")
+    assert "Used the cpu" in out
+    accuracy_line = [line for line in out.splitlines() if line.startswith("ACCURACY")][0]
+    _, accuracy, finite = accuracy_line.split()
+    assert float(accuracy) == 1.0 and finite == "True"
+
+
+def test_logistic_regression_float64_also_trains():
+    out = run_script("logistic_regression.py", "device=cpu,floatX=float64", seed=7)
+    assert "Used the cpu" in out and "ACCURACY 1.0 True" in out
