@@ -174,3 +174,21 @@ def check_launch(kernel_name, grid, block, dyn_shared, static_shared=0):
             f"dynamic (extern __shared__) memory = {static_shared + dyn_shared} bytes per block, more than the "
             f"{MAX_SHARED_PER_BLOCK} bytes (48 KiB) a block may use by default (sharedMemPerBlock).")
     return n
+
+
+def call_style(kernel_name, args, block, grid, shared, shared_mem):
+    """(grid, block, kernel args, dynamic shared bytes) from either call style.
+
+    PyCUDA: ``f(*args, block=(x,y,z), grid=(x,y), shared=bytes)``;
+    CuPy:   ``f(grid, block, args, shared_mem=bytes)``.
+    """
+    if block is None:
+        if len(args) == 3 and isinstance(args[2], (tuple, list)):
+            grid, block, args = args[0], args[1], tuple(args[2])
+        else:
+            raise LaunchConfigError(
+                f"kernel {kernel_name}: say how many threads to run, PyCUDA style "
+                f"f(*args, block=(256,1,1), grid=(n_blocks,1)) or CuPy style f(grid, block, args).")
+    if shared_mem is not None:
+        shared = shared_mem
+    return dims(grid, "grid"), dims(block, "block"), args, int(shared)

@@ -138,7 +138,7 @@ def _nvcc_start(src: str, options):
     nvcc = nvcc_path()
     if nvcc is None:
         return None
-    key = _key("nvcc", src, tuple(options), NVCC_ARCH, _tool_version(nvcc))
+    key = _key("nvcc-v2", src, tuple(options), NVCC_ARCH, _tool_version(nvcc))
     cached = cache_dir() / f"{key}.nvcc.json"
     if cached.exists():
         try:

@@ -101,19 +101,9 @@ class EmulatorKernel:
     # -- the two call styles -------------------------------------------------
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, shared_mem=None, stream=None,
                  time_kernel=False, check=None, order="forward"):
-        if block is None:
-            if len(args) == 3 and isinstance(args[2], (tuple, list)):
-                grid, block, args = args[0], args[1], tuple(args[2])      # CuPy: f(grid, block, args)
-            else:
-                raise A.LaunchConfigError(
-                    f"kernel {self.name}: say how many threads to run, PyCUDA style "
-                    f"f(*args, block=(256,1,1), grid=(n_blocks,1)) or CuPy style f(grid, block, args).")
-        if shared_mem is not None:
-            shared = shared_mem
-        grid, block = A.dims(grid, "grid"), A.dims(block, "block")
+        grid, block, args, shared = A.call_style(self.name, args, block, grid, shared, shared_mem)
         if self._static is None:
             self._static = self.module.static_shared_bytes(self.name)
-        shared = int(shared)
         if (block[0] * block[1] * block[2] > 1024 or shared or self._static or block[2] > 64
                 or grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535):
             A.check_launch(self.name, grid, block, shared, self._static)
@@ -157,7 +147,7 @@ class EmulatorKernel:
                         f"argument {i + 1} ('{p.name}') of kernel {sig.name} is a non-contiguous device array; "
                         f"a kernel indexes memory linearly. Make a contiguous copy first.")
                 parts.append(_address(buf))
-                arrays.append((p.name, buf))
+                arrays.append((p.name, buf, i))
             elif isinstance(a, A._HostArg):
                 if not p.is_pointer:
                     raise A.KernelArgumentError(
@@ -173,7 +163,7 @@ class EmulatorKernel:
                 if a.copy_out:
                     copy_back.append((host, dev))
                 parts.append(_address(dev))
-                arrays.append((p.name, dev))
+                arrays.append((p.name, dev, i))
             else:
                 b = A.scalar_bytes(sig, i, p, a)
                 if b is None:
@@ -200,15 +190,15 @@ class EmulatorKernel:
             raise KernelRuntimeError(err.decode(errors="replace") + f"\n[{LABEL}]")
 
     def _run_both_orders(self, slots, arrays, grid, block, dyn):
-        before = [buf.copy() for _, buf in arrays]
+        before = [buf.copy() for _, buf, _ in arrays]
         self._launch(slots, grid, block, dyn, reverse=False)
-        forward = [buf.copy() for _, buf in arrays]
-        for (_, buf), saved in zip(arrays, before):
+        forward = [buf.copy() for _, buf, _ in arrays]
+        for (_, buf, _), saved in zip(arrays, before):
             buf[...] = saved
         self._launch(slots, grid, block, dyn, reverse=True)
-        reverse = [buf.copy() for _, buf in arrays]
-        compare_orders(self.name, [n for n, _ in arrays], forward, reverse)
-        for (_, buf), f in zip(arrays, forward):
+        reverse = [buf.copy() for _, buf, _ in arrays]
+        compare_orders(self.name, [n for n, _, _ in arrays], forward, reverse)
+        for (_, buf, _), f in zip(arrays, forward):
             buf[...] = f
 
 
