@@ -34,15 +34,15 @@ class Dot(Op):
 
     def perform(self, node, inputs, output_storage):
         x, y = inputs
-        output_storage[0][0] = np.dot(x, y)
+        output_storage[0][0] = np.asarray(np.dot(x, y))  # vector . vector gives a scalar
 
     def make_thunk(self, node, storage_map):
         a, b = (storage_map[v] for v in node.inputs)
         cell = storage_map[node.outputs[0]]
-        dot = np.dot
+        dot, asarray = np.dot, np.asarray
 
         def thunk():
-            cell[0] = dot(a[0], b[0])
+            cell[0] = asarray(dot(a[0], b[0]))
 
         return thunk
 

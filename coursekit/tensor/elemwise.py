@@ -44,12 +44,12 @@ class Elemwise(Op):
         if type(out) is np.ndarray and all(getattr(i, "shape", ()) == out.shape for i in inputs):
             self.scalar_op.impl(*inputs, out=out)
         else:
-            cell[0] = self.scalar_op.impl(*inputs)
+            cell[0] = as_ndarray(self.scalar_op.impl(*inputs))
 
     def make_thunk(self, node, storage_map):
         # Specialised closures: this is the hot path of every compiled function.
         impl = self.scalar_op.impl
-        ndarray = np.ndarray
+        ndarray, asarray = np.ndarray, np.asarray
         ins = [storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
         if len(ins) == 1:
@@ -61,7 +61,8 @@ class Elemwise(Op):
                 if type(out) is ndarray and out.shape == x.shape:
                     impl(x, out=out)
                 else:
-                    cell[0] = impl(x)
+                    r = impl(x)
+                    cell[0] = r if type(r) is ndarray else asarray(r)  # a ufunc gives 0-d inputs a scalar
         elif len(ins) == 2:
             a, b = ins
 
@@ -71,7 +72,8 @@ class Elemwise(Op):
                 if type(out) is ndarray and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
                     impl(x, y, out=out)
                 else:
-                    cell[0] = impl(x, y)
+                    r = impl(x, y)
+                    cell[0] = r if type(r) is ndarray else asarray(r)
         else:
             return super().make_thunk(node, storage_map)
         return thunk
@@ -80,6 +82,13 @@ class Elemwise(Op):
         (gz,) = output_grads
         grads = self.scalar_op.grad(inputs, outputs[0], gz)
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
+
+
+def as_ndarray(value):
+    """``value`` as an ndarray: NumPy returns scalars (np.float64) for 0-d results,
+    but every value in a storage cell must be an array (``TensorType.is_valid_value``);
+    a scalar leaking into a shared variable's cell breaks ``get_value``."""
+    return value if type(value) is np.ndarray else np.asarray(value)
 
 
 def reduce_to_broadcast(grad, var):

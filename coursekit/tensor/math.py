@@ -28,7 +28,8 @@ def elemwise_op(name) -> Elemwise:
 
 def _elemwise(name):
     def fn(*args):
-        return elemwise_op(name)(*weak_constants(args))
+        op = elemwise_op(name)
+        return op(*weak_constants(args, op.scalar_op))
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (NumPy broadcasting, NumPy 2 dtype rules)."

@@ -62,16 +62,16 @@ class CAReduce(Op):
         x = inputs[0]
         if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
-        output_storage[0][0] = self.reducer(x, axis=self.axis)
+        output_storage[0][0] = np.asarray(self.reducer(x, axis=self.axis))  # a full reduction gives a scalar
 
     def make_thunk(self, node, storage_map):
         if self.scalar_name != "add":
             return super().make_thunk(node, storage_map)
-        reducer, axis = self.reducer, self.axis
+        reducer, axis, asarray = self.reducer, self.axis, np.asarray
         src, cell = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
 
         def thunk():
-            cell[0] = reducer(src[0], axis=axis)
+            cell[0] = asarray(reducer(src[0], axis=axis))
 
         return thunk
 

@@ -89,7 +89,8 @@ class Subtensor(Op):
             result = x[index]
         except IndexError as exc:
             raise IndexError(f"index {index} is out of bounds for an array of shape {x.shape}: {exc}") from None
-        output_storage[0][0] = np.asarray(result) if not hasattr(result, "shape") else result
+        # an int index on every axis gives a NumPy scalar (which has .shape too): keep it a 0-d array
+        output_storage[0][0] = np.asarray(result) if isinstance(result, np.generic) else result
 
     def grad(self, inputs, output_grads):
         from . import math as M

@@ -178,12 +178,18 @@ def as_tensor_variable(value, name=None, ndim=None):
     return result
 
 
-def weak_constants(args):
+def weak_constants(args, scalar_op=None):
     """Convert a mix of tensors and Python numbers with NumPy 2's weak-scalar rule.
 
     Python numbers take the dtype NumPy would give them next to the tensor
     arguments: ``float32 + 2.5`` keeps float32, ``int32 / 2`` becomes float64
     (through the op, not the constant).  Returns tensor variables.
+
+    An integer that does not fit that dtype (``int8_vector + 1000``) is an
+    OverflowError, as in NumPy -- except for the ops where NumPy accepts it
+    (comparisons, true division: ``int8_vector > 1000`` is all False); given
+    ``scalar_op``, those keep the number at its default dtype when that gives
+    NumPy's result dtype.
     """
     tensors = [a for a in args if isinstance(a, Variable)]
     if not tensors or all(isinstance(a, Variable) for a in args):
@@ -198,8 +204,28 @@ def weak_constants(args):
             try:
                 result.append(constant(a, dtype=dtype))
             except OverflowError as exc:
+                fallback = _numpy_accepts_out_of_range(scalar_op, args, a)
+                if fallback is not None:
+                    result.append(fallback)
+                    continue
                 raise OverflowError(f"{exc} (NumPy 2 refuses out-of-range Python integers next to {dtype} "
                                     f"arrays; cast the tensor to a wider dtype first)") from None
         else:
             result.append(as_tensor_variable(a))
     return result
+
+
+def _numpy_accepts_out_of_range(scalar_op, args, value):
+    """A constant for an out-of-range Python int where NumPy itself accepts it, else None."""
+    if scalar_op is None or not getattr(scalar_op, "is_ufunc", False):
+        return None
+    probes = [np.ones(1, dtype=a.type.dtype) if isinstance(a, Variable) else a if a is value else 1 for a in args]
+    try:
+        with np.errstate(all="ignore"):
+            expected = np.asarray(scalar_op.impl(*probes)).dtype.name
+    except (OverflowError, TypeError, ValueError):
+        return None
+    wide = constant(value)
+    dtypes = [a.type.dtype if isinstance(a, Variable) else wide.type.dtype if a is value
+              else np.result_type(a).name for a in args]
+    return wide if scalar_op.output_dtype(*dtypes) == expected else None
