@@ -60,6 +60,9 @@ def _grade(args) -> int:
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: running notebooks were stopped; no grades written.", file=sys.stderr)
+        return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     csv_path, md_path = write_reports(scores, args.out, warnings)

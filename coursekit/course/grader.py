@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
-from .runner import run_notebook
+from .runner import kill_all, run_notebook
 
 FLAT_SEPARATOR = "__"
 PREFIX_RE = re.compile(r"^(\d+)_")
@@ -197,13 +197,16 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
         submission = nbformat.read(path, as_version=4)
     except Exception as exc:  # not JSON, not a notebook: the student still gets a row per cell
         return all_zero(f"unreadable notebook: {type(exc).__name__}: {exc}"[:200])
-    restored, where = restore_graded(submission, reference)
     executed = Path(executed_dir) / student / f"{reference.name}.ipynb" if executed_dir else None
-    with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
-        run_path = Path(tmp) / f"{reference.name}.ipynb"
-        nbformat.write(restored, run_path)
-        run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                           executed_path=executed)
+    try:
+        restored, where = restore_graded(submission, reference)
+        with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
+            run_path = Path(tmp) / f"{reference.name}.ipynb"
+            nbformat.write(restored, run_path)
+            run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                               executed_path=executed)
+    except Exception as exc:  # one odd submission must not stop the grading of the class
+        return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
     for cell in reference.cells:
         if where[cell.id] is None:
@@ -234,9 +237,15 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
                         notebook_timeout=notebook_timeout, executed_dir=executed_dir): (student, ref.name)
             for student, ref, path in tasks
         }
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            bar.set_postfix_str("/".join(futures[future]), refresh=False)
-            bar.update()
+        try:
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                bar.set_postfix_str("/".join(futures[future]), refresh=False)
+                bar.update()
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()
+            kill_all()
+            raise
     scores = [score for student, ref, _ in tasks for score in results[(student, ref.name)]]
     return scores, warnings

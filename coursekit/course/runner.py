@@ -115,6 +115,7 @@ def run_notebook(
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
         )
         killed = False
+        _LIVE[process.pid] = events_path
         try:
             output, _ = process.communicate(timeout=notebook_timeout)
         except subprocess.TimeoutExpired:
@@ -122,8 +123,23 @@ def run_notebook(
             _kill_group(process.pid)
             _kill_group(_kernel_pid(events_path))
             output, _ = process.communicate()
+        finally:
+            _LIVE.pop(process.pid, None)
         return _read_events(events_path, output.decode(errors="replace"), process.returncode, killed,
                             int(cell_timeout), notebook_timeout)
+
+
+_LIVE: dict[int, Path] = {}  # runner pid -> its event log, for kill_all()
+
+
+def kill_all() -> None:
+    """Kill every runner still going and its kernel (the grader calls this on Ctrl-C).
+
+    They run in their own sessions, so the terminal's Ctrl-C does not reach them by itself.
+    """
+    for pid, events_path in list(_LIVE.items()):
+        _kill_group(pid)
+        _kill_group(_kernel_pid(events_path))
 
 
 def _kill_group(pid: int | None) -> None:
