@@ -1,0 +1,59 @@
+"""``function_html``: how a compiled function shows itself in Jupyter.
+
+A student who evaluates ``f`` in a cell should see, without calling anything,
+what the course keeps asking about: which device the function runs on, the
+ops in the order they run and where each one runs, a picture of the graph
+(transfers in red), and — one click away — the exact Python a call executes.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from .layout import short_type
+
+MAX_PICTURE_NODES = 60
+_KIND_COLOURS = {"cpu": "#e65100", "gpu": "#4527a0", "transfer": "#c62828"}
+
+
+def function_html(f):
+    """HTML for ``Function._repr_html_``: header, toposort table, picture, generated source."""
+    from ..profiling import op_kind
+    from .picture import pydotprint
+
+    nodes = list(getattr(f, "nodes", None) or f.maker.fgraph.toposort())
+    kinds = [op_kind(node.op) for node in nodes]
+    counts = {k: kinds.count(k) for k in ("cpu", "gpu", "transfer") if k in kinds}
+    summary = ", ".join(f"{n} {k.upper() if k != 'transfer' else 'transfer'}" for k, n in counts.items())
+    header = (f"<b>coursekit function</b> <code>{escape(str(getattr(f, 'name', '')))}</code> on "
+              f"<b>{escape(str(getattr(f, 'device', '?')))}</b>: {len(nodes)} nodes"
+              + (f" ({summary})" if summary else ""))
+    compile_time = getattr(f, "compile_time", None)
+    if compile_time is not None:
+        header += f", compiled in {compile_time * 1e3:.1f} ms"
+    parts = [f'<div class="coursekit-function"><p>{header}</p>', _toposort_table(nodes, kinds)]
+    if 0 < len(nodes) <= MAX_PICTURE_NODES:
+        parts.append(f"<div>{pydotprint(f).svg}</div>")
+    elif nodes:
+        parts.append(f"<p><i>{len(nodes)} nodes: picture skipped (more than {MAX_PICTURE_NODES}); "
+                     "call coursekit.printing.pydotprint(f) to draw it anyway.</i></p>")
+    source = getattr(f, "source", None)
+    if source:
+        parts.append("<details><summary>Generated Python (<code>f.source</code>)</summary>"
+                     f"<pre>{escape(source)}</pre></details>")
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _toposort_table(nodes, kinds):
+    style = 'style="text-align:left; padding:1px 8px; font-family:monospace"'
+    rows = [f"<tr><th {style}>#</th><th {style}>op</th><th {style}>inputs → outputs</th>"
+            f"<th {style}>device</th></tr>"]
+    for i, (node, kind) in enumerate(zip(nodes, kinds)):
+        ins = ", ".join(short_type(v) for v in node.inputs)
+        outs = ", ".join(short_type(v) for v in node.outputs)
+        where = "⇅ transfer" if kind == "transfer" else escape(str(getattr(node.op, "device", "?")))
+        colour = _KIND_COLOURS.get(kind, "inherit")
+        rows.append(f"<tr><td {style}>{i}</td><td {style}>{escape(str(node.op))}</td>"
+                    f"<td {style}>{escape(ins)} → {escape(outs)}</td>"
+                    f'<td {style}><span style="color:{colour}; font-weight:bold">{where}</span></td></tr>')
+    return f'<table class="coursekit-toposort">{"".join(rows)}</table>'

@@ -1,0 +1,346 @@
+"""Where did the time go?  Theano-style profiles of compiled functions.
+
+Turn it on with ``function(..., profile=True)``, by passing one
+``ProfileStats`` to several functions (their numbers are then summed), or
+for every function with ``config.profile = True`` /
+``COURSEKIT_FLAGS=profile=True`` (then every profile is printed when the
+interpreter exits).
+
+How it measures, and why:
+
+* the compiled function hands its thunks to :meth:`ProfileStats.run_thunks`
+  instead of running them; each thunk is timed with ``time.perf_counter``,
+  and after an op that runs on the GPU the device is synchronised first
+  (kernels are queued asynchronously: without that the time of a kernel
+  would land on whichever op happens to wait for it next);
+* the **first call of each function is excluded** from every time: it is a
+  warm-up (buffers are allocated, caches filled) and would distort per-call
+  numbers of short loops.  It is still counted in ``calls``;
+* "overhead" is call time minus thunk time: input checks, output copies and
+  the profiler's own timing loop (its per-call bookkeeping is subtracted);
+* every table (Class, Ops, Apply) is a different grouping of the *same*
+  per-apply times, so each sums to the time in thunks; the final line splits
+  that total between CPU ops, GPU ops and transfer ops, with the bytes the
+  transfers moved — the number the GPU lessons are about.
+
+On the *simulated* GPU all times are CPU times of NumPy code; profiles say so.
+"""
+from __future__ import annotations
+
+import atexit
+import sys
+import time
+import weakref
+
+KINDS = ("cpu", "gpu", "transfer")
+KIND_NAMES = {"cpu": "CPU", "gpu": "GPU", "transfer": "transfer"}
+_clock = time.perf_counter
+
+
+def op_kind(op):
+    """``"transfer"``, ``"gpu"`` or ``"cpu"``: from the op's declared attributes, never its class name."""
+    if getattr(op, "is_transfer", False):
+        return "transfer"
+    return "gpu" if getattr(op, "device", "cpu") == "gpu" else "cpu"
+
+
+def format_time(seconds):
+    """3 significant digits in s, ms or µs (students read these, not parsers)."""
+    if seconds == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def format_bytes(n):
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n} B"
+
+
+class _FunctionRecord:
+    """What one compiled function did under a profile (per-apply sums over timed calls)."""
+
+    def __init__(self, fn, thunks):
+        from . import devices
+
+        self.fn_ref = weakref.ref(fn)
+        self.name, self.device = str(getattr(fn, "name", "?")), str(getattr(fn, "device", "?"))
+        self.thunks, self.nodes = thunks, list(fn.nodes)
+        self.kinds = [op_kind(node.op) for node in self.nodes]
+        self.sync_after = [getattr(node.op, "device", "cpu") == "gpu" for node in self.nodes]
+        self.synchronize = devices.synchronize
+        storage = fn.storage_map
+        self.input_cells = [[storage[v] for v in node.inputs] for node in self.nodes]
+        self.transfer_cells = [[storage[v] for v in node.outputs]
+                               for node, kind in zip(self.nodes, self.kinds) if kind == "transfer"]
+        n = len(self.nodes)
+        self.scratch, self.apply_time = [0.0] * n, [0.0] * n
+        self.input_info = [None] * n
+        self.calls = self.timed_calls = self.failed_calls = 0
+        self.thunk_time = self.call_time = 0.0
+        self.transfer_bytes = self.transfer_count = 0
+        self.bookkeeping, self.pending = 0.0, False
+        # time whole calls too (for the overhead line): wrap the generated call of this function
+        inner = getattr(fn, "_call", None)
+        if inner is not None:
+            fn._call = self._timed(inner)
+
+    def _timed(self, inner):
+        def profiled_call(*args):
+            start = _clock()
+            result = inner(*args)
+            if self.pending:
+                self.call_time += _clock() - start - self.bookkeeping
+                self.pending = False
+            return result
+
+        profiled_call.__wrapped__ = inner
+        return profiled_call
+
+    def finish(self, times):
+        """Add one successful call's per-thunk times (unless it is the warm-up call)."""
+        start = _clock()
+        self.calls += 1
+        for i, cells in enumerate(self.input_cells):
+            self.input_info[i] = [(getattr(c[0], "shape", None), str(getattr(c[0], "dtype", type(c[0]).__name__)))
+                                  for c in cells]
+        if self.calls == 1:
+            return
+        self.timed_calls += 1
+        total = 0.0
+        apply_time = self.apply_time
+        for i, t in enumerate(times):
+            apply_time[i] += t
+            total += t
+        self.thunk_time += total
+        for cells in self.transfer_cells:
+            self.transfer_count += 1
+            self.transfer_bytes += sum(getattr(c[0], "nbytes", 0) for c in cells)
+        self.bookkeeping, self.pending = _clock() - start, True
+
+
+class ProfileStats:
+    """Per-apply timings of one or several compiled functions (see the module docs).
+
+    ``compile_time`` (seconds) is added by ``function()`` when it compiles a
+    function for this profile; it is absent until then.
+    """
+
+    def __init__(self, name=None, atexit_print=None):
+        self.name = name
+        self.atexit_print = atexit_print
+        self._functions = []      # weak references to attached functions
+        self._records = {}        # id(thunks) -> _FunctionRecord
+        if atexit_print:
+            _print_at_exit_later(self)
+
+    # ------------------------------------------------------------ recording
+    def attach(self, fn):
+        """Called by the compiled function that will report to this profile."""
+        self._functions.append(weakref.ref(fn))
+        if self.atexit_print is None:
+            from .config import config
+
+            if config.profile:
+                _print_at_exit_later(self)
+
+    def run_thunks(self, thunks, on_error):
+        """Run ``thunks`` in order, timing each; on failure call ``on_error(i, exc)`` (it raises)."""
+        record = self._records.get(id(thunks))
+        if record is None or record.thunks is not thunks:
+            record = self._new_record(thunks, on_error)
+        times, sync_after, synchronize = record.scratch, record.sync_after, record.synchronize
+        i = 0
+        try:
+            for i, thunk in enumerate(thunks):
+                start = _clock()
+                thunk()
+                if sync_after[i]:
+                    synchronize()
+                times[i] = _clock() - start
+        except Exception as exc:
+            record.failed_calls += 1
+            on_error(i, exc)
+            raise
+        record.finish(times)
+
+    def _new_record(self, thunks, on_error):
+        fn = getattr(on_error, "__self__", None)
+        if fn is None or getattr(fn, "thunks", None) is not thunks:
+            alive = [ref() for ref in self._functions]
+            fn = next((f for f in alive if f is not None and getattr(f, "thunks", None) is thunks), fn)
+        if fn is None:
+            raise RuntimeError("ProfileStats.run_thunks: these thunks belong to no attached function")
+        for old in list(self._records.values()):
+            if old.fn_ref() is fn:  # the function rebuilt its thunks (e.g. DebugMode): start afresh
+                del self._records[id(old.thunks)]
+        record = self._records[id(thunks)] = _FunctionRecord(fn, thunks)
+        return record
+
+    # -------------------------------------------------------------- numbers
+    @property
+    def records(self):
+        return list(self._records.values())
+
+    calls = property(lambda self: sum(r.calls for r in self.records), doc="all calls, the warm-ups included")
+    timed_calls = property(lambda self: sum(r.timed_calls for r in self.records), doc="calls in the times")
+    thunk_time = property(lambda self: sum(r.thunk_time for r in self.records), doc="seconds in thunks")
+    call_time = property(lambda self: sum(r.call_time for r in self.records), doc="seconds in timed calls")
+    overhead = property(lambda self: self.call_time - self.thunk_time, doc="call time outside the thunks")
+
+    @property
+    def devices(self):
+        return sorted({r.device for r in self.records})
+
+    @property
+    def simulated(self):
+        """True when any profiled function ran on the simulated GPU (its times are CPU times)."""
+        return any("sim" in d.lower() for d in self.devices)
+
+    def apply_rows(self):
+        """One row per Apply node (every function), slowest first."""
+        rows, many = [], len(self.records) > 1
+        for r in self.records:
+            for i, node in enumerate(r.nodes):
+                label = f"{r.name}:{i}" if many else str(i)
+                rows.append(dict(name=str(node), key=label, index=i, function=r.name, time=r.apply_time[i],
+                                 calls=r.timed_calls, applies=1, kind=r.kinds[i], inputs=r.input_info[i] or []))
+        return self._finish_rows(rows)
+
+    def class_rows(self):
+        """Apply times summed per op class (``Elemwise``, ``GpuFromHost`` ...)."""
+        return self._group(lambda node: type(node.op).__name__)
+
+    def op_rows(self):
+        """Apply times summed per distinct op (``Elemwise{exp}`` ...)."""
+        return self._group(lambda node: str(node.op))
+
+    def _group(self, key_of):
+        groups = {}
+        for r in self.records:
+            for i, node in enumerate(r.nodes):
+                row = groups.setdefault(key_of(node), dict(name=key_of(node), time=0.0, calls=0, applies=0,
+                                                           kinds={}))
+                row["time"] += r.apply_time[i]
+                row["calls"] += r.timed_calls
+                row["applies"] += 1
+                time_count = row["kinds"].get(r.kinds[i], (0.0, 0))
+                row["kinds"][r.kinds[i]] = (time_count[0] + r.apply_time[i], time_count[1] + 1)
+        for row in groups.values():  # a group's colour: the kind that took most of its time
+            row["kind"] = max(row.pop("kinds").items(), key=lambda kv: kv[1])[0]
+        return self._finish_rows(list(groups.values()))
+
+    def _finish_rows(self, rows):
+        total, running = self.thunk_time, 0.0
+        rows.sort(key=lambda row: -row["time"])
+        for row in rows:
+            running += row["time"]
+            row["percent"] = 100.0 * row["time"] / total if total else 0.0
+            row["cumulative"] = 100.0 * running / total if total else 0.0
+            row["per_call"] = row["time"] / row["calls"] if row["calls"] else 0.0
+        return rows
+
+    def device_split(self):
+        """Time (and share) in CPU ops, GPU ops and transfer ops; bytes and count of transfers."""
+        split = {k: dict(time=0.0, applies=0) for k in KINDS}
+        for r in self.records:
+            for kind, t in zip(r.kinds, r.apply_time):
+                split[kind]["time"] += t
+                split[kind]["applies"] += 1
+        total = self.thunk_time
+        for entry in split.values():
+            entry["percent"] = 100.0 * entry["time"] / total if total else 0.0
+        split["transfer"]["bytes"] = sum(r.transfer_bytes for r in self.records)
+        split["transfer"]["count"] = sum(r.transfer_count for r in self.records)
+        return split
+
+    def device_line(self):
+        s = self.device_split()
+        t = s["transfer"]
+        per_call = f", {t['count'] / self.timed_calls:g} per call" if self.timed_calls else ""
+        return ("Time by where ops ran: "
+                + " | ".join(f"{KIND_NAMES[k]} ops {format_time(s[k]['time'])} ({s[k]['percent']:.1f}%)"
+                             for k in KINDS)
+                + f" — {t['count']} transfers{per_call}, {format_bytes(t['bytes'])} moved")
+
+    def notes(self):
+        """Sentences every view prints: the device, the warm-up rule, the simulation caveat."""
+        lines = [f"Ran on: {', '.join(self.devices) or 'nothing yet (no call recorded)'}",
+                 "The first call of each function is a warm-up: it is counted in 'calls' but excluded "
+                 "from every time."]
+        if self.simulated:
+            lines.append("SIMULATED GPU: these are CPU times of a simulation (NumPy on the CPU), "
+                         "not GPU timings.")
+        return lines
+
+    # ---------------------------------------------------------------- views
+    def summary_text(self, n_ops_to_print=20, n_apply_to_print=20):
+        from .printing.profile_view import summary_text
+
+        return summary_text(self, n_ops_to_print, n_apply_to_print)
+
+    def summary(self, file=None, n_ops_to_print=20, n_apply_to_print=20):
+        """Print Theano's summary (Function, Class, Ops, Apply, CPU/GPU/transfer line).
+
+        ``file``: ``None`` for stdout, ``"str"`` to get the text back, or a file object.
+        """
+        text = self.summary_text(n_ops_to_print, n_apply_to_print)
+        if file == "str":
+            return text
+        (sys.stdout if file is None else file).write(text)
+        return None
+
+    def _repr_html_(self):
+        from .printing.profile_view import profile_html
+
+        return profile_html(self)
+
+    def plot(self, ax=None, by="class", top=15):
+        """Horizontal bar chart of where the time went (``by``: class, op or apply); returns the Axes."""
+        from .printing.profile_view import plot_profile
+
+        return plot_profile(self, ax=ax, by=by, top=top)
+
+    def __repr__(self):
+        return (f"<ProfileStats {self.name or ''}: {len(self.records)} function(s), {self.calls} calls, "
+                f"{format_time(self.thunk_time)} in thunks>")
+
+    @classmethod
+    def merged(cls, profiles, name="all profiled functions"):
+        """One profile over the records of several (used by the at-exit summary)."""
+        total = cls(name, atexit_print=False)
+        for p in profiles:
+            total._records.update(p._records)
+            total._functions.extend(p._functions)
+        times = [p.compile_time for p in profiles if getattr(p, "compile_time", None) is not None]
+        if times:
+            total.compile_time = sum(times)
+        return total
+
+
+# ------------------------------------------------------------------ at exit
+_AT_EXIT = []
+_registered = False
+
+
+def _print_at_exit_later(profile):
+    global _registered
+    if not any(p is profile for p in _AT_EXIT):
+        _AT_EXIT.append(profile)
+    if not _registered:
+        atexit.register(print_pending_profiles)
+        _registered = True
+
+
+def print_pending_profiles(file=None):
+    """Print every profile registered for printing at exit (and their sum, when several)."""
+    used = [p for p in _AT_EXIT if p.calls]
+    out = sys.stdout if file is None else file
+    for p in used:
+        p.summary(file=out)
+    if len(used) > 1:
+        ProfileStats.merged(used).summary(file=out)
