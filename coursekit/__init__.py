@@ -28,10 +28,25 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
                  disconnected_inputs=disconnected_inputs, known_grads=known_grads)
 
 
+def gpu_from_host(x):
+    """Make the graph end on the device: the function returns a device array (see lesson 3)."""
+    from .devices.transfer import gpu_from_host as _gpu_from_host
+
+    return _gpu_from_host(x)
+
+
+def host_from_gpu(x):
+    """Copy a device value to the host (placement usually inserts this for you)."""
+    from .devices.transfer import host_from_gpu as _host_from_gpu
+
+    return _host_from_gpu(x)
+
+
 def __getattr__(name):
     # heavier submodules load on first use, keeping `import coursekit` fast
     import importlib
 
-    if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox"):
+    if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox", "debugmode",
+                "course"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'coursekit' has no attribute {name!r}")

@@ -1,34 +1,41 @@
-"""Where shared values live.  On the CPU device: NumPy arrays in host memory.
+"""Where shared values live, and how ``set_value`` keeps them there.
 
-The GPU device (see :mod:`coursekit.devices`) replaces these two hooks'
-behaviour for float32 data so that shared values live in device memory.
+On the CPU device shared values are NumPy arrays.  On a GPU device float32
+shared values live in device memory (the cell holds a device array), so a
+function that reads and updates them never moves them across the bus.
 """
 from __future__ import annotations
 
 import numpy as np
 
 
-def initial_shared_storage(var, value, borrow):
-    """What to put in a new shared variable's storage cell."""
+def initial_shared_storage(host_value, ttype):
+    """(storage value, type) for a new shared variable, placed by ``config.device``."""
     from ..devices import current
 
-    return current().store_shared(var, value, borrow=borrow)
+    return current().initial_shared(host_value, ttype)
 
 
 def store_shared_value(var, value, borrow):
-    """``set_value``: validate, copy unless borrowed, keep the device placement."""
-    from ..devices import current
-
-    var.container.storage[0] = current().store_shared(var, value, borrow=borrow,
-                                                      previous=var.container.storage[0])
+    """``set_value``: validate, copy unless borrowed, keep the variable where it lives."""
+    backend = getattr(var.type, "backend", None)
+    if backend is None:
+        var.container.storage[0] = host_filter(var, value, borrow)
+        return
+    if backend.is_device_array(value):
+        var.container.storage[0] = var.type.filter(value if borrow else value.copy(),
+                                                   where=f"the value for shared variable {var.name or '<unnamed>'}")
+        return
+    host = var.type.host_type().filter(value, strict=False, allow_downcast=None,
+                                       where=f"the value for shared variable {var.name or '<unnamed>'}")
+    var.container.storage[0] = backend.to_device(host)
 
 
 def host_filter(var, value, borrow):
     """Validate ``value`` against ``var``'s type and return a host array."""
-    if not isinstance(value, np.ndarray):
-        if hasattr(value, "get") and not isinstance(value, (list, tuple, dict)):
-            value = value.get()  # a device array given to a host variable: copy it over
-            borrow = True
+    if not isinstance(value, np.ndarray) and hasattr(value, "get") and not isinstance(value, (list, tuple, dict)):
+        value = value.get()  # a device array given to a host variable: copy it over
+        borrow = True
     data = var.type.filter(value, strict=False, allow_downcast=None,
                            where=f"the value for shared variable {var.name or '<unnamed>'}")
     if data is value and not borrow:

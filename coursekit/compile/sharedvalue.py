@@ -47,7 +47,7 @@ class SharedVariable(Variable):
         if not isinstance(value, np.ndarray):  # a device array
             if return_internal_type:
                 return value if borrow else value.copy()
-            return value.get()
+            return value.get()  # always a host copy
         return value if borrow else value.copy()
 
     def set_value(self, value, borrow=False):
@@ -82,18 +82,17 @@ def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, br
 
     if isinstance(value, Variable):
         raise TypeError("shared() takes a value (an array or a number), not a symbolic variable")
-    if type(value).__module__.startswith("cupy") or type(value).__name__ == "SimArray":
-        host = None
-        dtype, ndim = value.dtype, value.ndim
+    if not isinstance(value, np.ndarray) and hasattr(value, "get") and hasattr(value, "dtype"):
+        host = value.get()  # a device array: start from a host copy, placement decides where it lives
     else:
-        host = np.array(value, copy=not borrow) if not isinstance(value, np.ndarray) or not borrow else value
-        if host.dtype == object:
-            raise TypeError(f"shared() needs numeric data, got {type(value).__name__}")
-        dtype, ndim = host.dtype, host.ndim
-    bcast = tuple(broadcastable) if broadcastable is not None else (False,) * ndim
-    ttype = TensorType(dtype, bcast)
+        host = np.array(value, copy=not borrow) if not (borrow and isinstance(value, np.ndarray)) else value
+    if host.dtype == object:
+        raise TypeError(f"shared() needs numeric data, got {type(value).__name__}")
+    bcast = tuple(broadcastable) if broadcastable is not None else (False,) * host.ndim
+    if len(bcast) != host.ndim:
+        raise ValueError(f"shared(): broadcastable has {len(bcast)} entries for a {host.ndim}-d value")
+    storage, ttype = initial_shared_storage(host, TensorType(host.dtype, bcast))
     var = TensorSharedVariable.__new__(TensorSharedVariable)
     Variable.__init__(var, ttype, None, None, name)
-    var.container = Container(ttype, None, name)
-    var.container.storage[0] = initial_shared_storage(var, value if host is None else host, borrow=True)
+    var.container = Container(ttype, storage, name)
     return var

@@ -159,6 +159,6 @@ def _load_rewrite_modules():
     """Import the modules that register rewrites (once, on first compile)."""
     global _LOADED
     if not _LOADED:
-        from . import algebra, basic, blas, fusion, stabilize  # noqa: F401
+        from . import algebra, basic, blas, fusion, placement, stabilize  # noqa: F401
 
         _LOADED = True

@@ -132,6 +132,7 @@ class NumElements(Op):
     """
 
     __props__ = ("axis", "dtype")
+    shape_only = True  # reads only the shape: works on device arrays without a transfer
 
     def __init__(self, axis, dtype):
         self.axis, self.dtype = tuple(axis), dtype

@@ -12,6 +12,8 @@ lvector = TensorType("int64", (False,))
 class Shape(Op):
     """``x.shape`` as a symbolic int64 vector."""
 
+    shape_only = True  # reads only the shape: works on device arrays without a transfer
+
     def make_node(self, x):
         from .var import as_tensor_variable
 

@@ -1,0 +1,217 @@
+"""GPU versions of the ops, written once for both backends.
+
+Each op runs its "kernel" through the backend's array module: NumPy on the
+simulated GPU's buffers, CuPy on a real GPU.  Elementwise ops (including a
+fused ``Composite``) become ONE generated CUDA kernel on a real GPU.  None
+of these classes derives from its CPU twin, so the tutorial's test
+``isinstance(node.op, T.Elemwise)`` is False for ``GpuElemwise``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Constant, Op
+from ..tensor.elemwise import DimShuffle
+from ..tensor.reduction import _REDUCERS
+from ..tensor.subtensor import _decode, _output_bcast
+from .types import GpuArrayType
+
+
+def _dev_type(backend, dtype, bcast):
+    return GpuArrayType(dtype, bcast, backend).make_variable()
+
+
+class GpuOp(Op):
+    """Shared plumbing: ``backend`` is an attribute, its name a prop."""
+
+    device = "gpu"
+
+    def _init_backend(self, backend):
+        self.backend, self.backend_name = backend, backend.name
+
+    def _arg(self, value):
+        """A device array -> the backend's xp array; host scalars pass through."""
+        if isinstance(value, np.ndarray):
+            return value.reshape(()).item() if value.size == 1 and not self.backend.simulated else value
+        return self.backend.unwrap(value)
+
+
+class GpuElemwise(GpuOp):
+    __props__ = ("scalar_op", "backend_name")
+
+    def __init__(self, scalar_op, backend):
+        self.scalar_op, self.nin = scalar_op, scalar_op.nin
+        self._init_backend(backend)
+
+    def __str__(self):
+        return f"GpuElemwise{{{self.scalar_op}}}"
+
+    def make_node(self, *inputs):
+        for i in inputs:
+            if not isinstance(i.type, GpuArrayType) and not (isinstance(i, Constant) and i.data.size == 1):
+                raise TypeError(f"{self}: input {i} is not on the device; insert GpuFromHost first")
+        ndim = max(i.type.ndim for i in inputs)
+        bcast = tuple(all(i.type.broadcastable[d] for i in inputs if i.type.ndim == ndim) for d in range(ndim))
+        dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
+        return Apply(self, list(inputs), [_dev_type(self.backend, dtype, bcast)])
+
+    def make_thunk(self, node, storage_map):
+        kernel = self.backend.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
+                                          node.outputs[0].type.dtype)
+        cells = [storage_map[v] for v in node.inputs]
+        out_cell = storage_map[node.outputs[0]]
+        arg, wrap, unwrap = self._arg, self.backend.wrap, self.backend.unwrap
+        array_type = self.backend.array_type
+        on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
+
+        def thunk():
+            args = [arg(c[0]) for c in cells]
+            out = out_cell[0]
+            if type(out) is array_type and all(a.shape == out.shape for a, d in zip(args, on_device) if d):
+                kernel(*args, out=unwrap(out))
+            else:
+                out_cell[0] = wrap(kernel(*args))
+
+        return thunk
+
+    def perform(self, node, inputs, output_storage):
+        kernel = self.backend.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
+                                          node.outputs[0].type.dtype)
+        output_storage[0][0] = self.backend.wrap(kernel(*[self._arg(v) for v in inputs]))
+
+
+class GpuCAReduce(GpuOp):
+    """Sum / max / min / prod over axes, on the device."""
+
+    __props__ = ("scalar_name", "axis", "backend_name")
+
+    def __init__(self, scalar_name, axis, backend):
+        self.scalar_name, self.axis = scalar_name, tuple(axis)
+        self._init_backend(backend)
+
+    def __str__(self):
+        return f"GpuCAReduce{{{self.scalar_name}, axis={list(self.axis)}}}"
+
+    def make_node(self, x):
+        bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i not in self.axis)
+        dtype = _REDUCERS[self.scalar_name](np.ones((1,), dtype=x.type.dtype)).dtype.name
+        if self.scalar_name in ("maximum", "minimum"):
+            dtype = x.type.dtype
+        return Apply(self, [x], [_dev_type(self.backend, dtype, bcast)])
+
+    def perform(self, node, inputs, output_storage):
+        xp = self.backend.xp
+        fn = {"add": xp.sum, "maximum": xp.max, "minimum": xp.min, "mul": xp.prod}[self.scalar_name]
+        output_storage[0][0] = self.backend.wrap(fn(self.backend.unwrap(inputs[0]), axis=self.axis))
+
+
+class GpuDot(GpuOp):
+    __props__ = ("backend_name",)
+
+    def __init__(self, backend):
+        self._init_backend(backend)
+
+    def make_node(self, x, y):
+        bx, by = x.type.broadcastable, y.type.broadcastable
+        bcast = (bx[:-1] if x.type.ndim == 2 else ()) + (by[1:] if y.type.ndim == 2 else ())
+        dtype = np.result_type(x.type.dtype, y.type.dtype).name
+        return Apply(self, [x, y], [_dev_type(self.backend, dtype, bcast)])
+
+    def perform(self, node, inputs, output_storage):
+        x, y = (self.backend.unwrap(v) for v in inputs)
+        output_storage[0][0] = self.backend.wrap(self.backend.xp.dot(x, y))
+
+
+class GpuGemm(GpuOp):
+    """``beta * z + alpha * dot(x, y)`` on the device (cuBLAS on a real GPU)."""
+
+    __props__ = ("inplace", "backend_name")
+
+    def __init__(self, backend, inplace=False):
+        self.inplace = inplace
+        self.destroy_map = {0: [0]} if inplace else {}
+        self._init_backend(backend)
+
+    def __str__(self):
+        return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"
+
+    def make_node(self, z, alpha, x, y, beta):
+        dot_out = GpuDot(self.backend).make_node(x, y).outputs[0].type
+        return Apply(self, [z, alpha, x, y, beta], [_dev_type(self.backend, dot_out.dtype, dot_out.broadcastable)])
+
+    def perform(self, node, inputs, output_storage):
+        unwrap, xp = self.backend.unwrap, self.backend.xp
+        z, alpha, x, y, beta = inputs
+        alpha, beta = float(np.asarray(alpha)), float(np.asarray(beta))
+        prod = xp.dot(unwrap(x), unwrap(y))
+        if alpha != 1.0:
+            prod *= alpha
+        if beta != 0.0:
+            zz = unwrap(z)
+            if self.inplace and zz.shape == prod.shape:
+                if beta != 1.0:
+                    zz *= beta
+                zz += prod
+                output_storage[0][0] = z
+                return
+            prod += zz if beta == 1.0 else beta * zz
+        output_storage[0][0] = self.backend.wrap(prod)
+
+
+class GpuGemv(GpuGemm):
+    """``beta * z + alpha * dot(A, x)`` with a vector x, on the device."""
+
+
+class GpuDimShuffle(GpuOp):
+    __props__ = ("input_broadcastable", "new_order", "backend_name")
+    view_map = {0: [0]}
+
+    def __init__(self, cpu_op, backend):
+        self.cpu_op = cpu_op
+        self.input_broadcastable, self.new_order = cpu_op.input_broadcastable, cpu_op.new_order
+        self._init_backend(backend)
+
+    def __str__(self):
+        return "GpuDimShuffle{" + ",".join(map(str, self.new_order)) + "}"
+
+    def make_node(self, x):
+        out = DimShuffle.make_node(self.cpu_op, x).outputs[0].type
+        return Apply(self, [x], [_dev_type(self.backend, out.dtype, out.broadcastable)])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = self.backend.wrap(self.cpu_op.apply_to(self.backend.unwrap(inputs[0])))
+
+
+class GpuReshape(GpuOp):
+    __props__ = ("ndim", "backend_name")
+    view_map = {0: [0]}
+
+    def __init__(self, ndim, backend):
+        self.ndim = ndim
+        self._init_backend(backend)
+
+    def make_node(self, x, shape):
+        bcast = tuple(int(s) == 1 for s in shape.data) if isinstance(shape, Constant) else (False,) * self.ndim
+        return Apply(self, [x, shape], [_dev_type(self.backend, x.type.dtype, bcast)])
+
+    def perform(self, node, inputs, output_storage):
+        x, shape = inputs
+        output_storage[0][0] = self.backend.wrap(self.backend.unwrap(x).reshape(tuple(int(s) for s in shape)))
+
+
+class GpuSubtensor(GpuOp):
+    __props__ = ("idx_list", "backend_name")
+    view_map = {0: [0]}
+
+    def __init__(self, idx_list, backend):
+        self.idx_list = idx_list
+        self._init_backend(backend)
+
+    def make_node(self, x, *index_vars):
+        bcast = _output_bcast(self.idx_list, x.type.broadcastable)
+        return Apply(self, [x, *index_vars], [_dev_type(self.backend, x.type.dtype, bcast)])
+
+    def perform(self, node, inputs, output_storage):
+        x, *values = inputs
+        result = self.backend.unwrap(x)[_decode(self.idx_list, values)]
+        output_storage[0][0] = self.backend.wrap(result)

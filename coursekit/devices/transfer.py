@@ -1,0 +1,94 @@
+"""The two transfer ops, ``GpuFromHost`` and ``HostFromGpu``: the subject of the course.
+
+Every byte they move crosses the PCIe bus (or, on the simulated GPU, is
+copied between two memory spaces).  The placement pass inserts them at the
+borders between host and device code and removes back-to-back pairs; the
+profiler reports their time and bytes separately.
+"""
+from __future__ import annotations
+
+from ..graph import Apply, Op
+from ..tensor.type import TensorType
+from ..tensor.var import as_tensor_variable
+from .types import GpuArrayType
+
+
+class _Deferred:
+    """Stands for "the GPU of whatever device the function is compiled for"."""
+
+    name, label, simulated = "device", "the function's GPU device", None
+
+    def is_device_array(self, value):
+        return not hasattr(value, "__array_priority__") or hasattr(value, "get")
+
+
+DEFERRED = _Deferred()
+
+
+class GpuFromHost(Op):
+    """Copy a host array into device memory."""
+
+    __props__ = ("backend_name",)
+    device = "gpu"
+    is_transfer = True
+    fold_constants = False
+
+    def __init__(self, backend=DEFERRED):
+        self.backend, self.backend_name = backend, backend.name
+
+    def __str__(self):
+        return "GpuFromHost"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if isinstance(x.type, GpuArrayType):
+            raise TypeError(f"gpu_from_host: {x} is already on the device ({x.type})")
+        return Apply(self, [x], [GpuArrayType(x.type.dtype, x.type.broadcastable, self.backend).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = self.backend.to_device(inputs[0])
+
+    def grad(self, inputs, output_grads):
+        return [HostFromGpu(self.backend)(output_grads[0])]
+
+
+class HostFromGpu(Op):
+    """Copy a device array back into host memory."""
+
+    __props__ = ("backend_name",)
+    device = "gpu"
+    is_transfer = True
+    fold_constants = False
+
+    def __init__(self, backend=DEFERRED):
+        self.backend, self.backend_name = backend, backend.name
+
+    def __str__(self):
+        return "HostFromGpu"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if not isinstance(x.type, GpuArrayType):
+            raise TypeError(f"host_from_gpu: {x} is not on the device ({x.type})")
+        return Apply(self, [x], [TensorType(x.type.dtype, x.type.broadcastable).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = self.backend.to_host(inputs[0])
+
+    def grad(self, inputs, output_grads):
+        return [GpuFromHost(self.backend)(output_grads[0])]
+
+
+def gpu_from_host(x):
+    """Make a graph end on the device: the function returns a device array (a "handle").
+
+    Theano's tutorial spelled it ``sandbox.cuda.basic_ops.gpu_from_host``.
+    On ``device='cpu'`` there is no device, and this is a no-op.
+    """
+    return GpuFromHost()(x)
+
+
+def host_from_gpu(x):
+    """Copy a device value back to the host (usually inserted for you)."""
+    x = as_tensor_variable(x)
+    return HostFromGpu(getattr(x.type, "backend", DEFERRED))(x)

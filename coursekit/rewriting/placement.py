@@ -1,0 +1,193 @@
+"""GPU placement: one pass that decides where every node runs.
+
+Walking the graph in topological order, a node moves to the GPU when it has
+a GPU version and computes in float32 (or ints/bools).  Values then live on
+the device or on the host, and a transfer op is inserted exactly where a
+value crosses from one side to the other:
+
+* ``GpuFromHost`` where a device op reads a host value (a function input, a
+  host-only op's result, a float32 shared variable kept on the host);
+* ``HostFromGpu`` where a host op or a function output reads a device value.
+
+Each crossing is made once per value (both sides remember their copy), so a
+``GpuFromHost(HostFromGpu(x))`` pair never appears; the ``transfer`` stage
+removes any pair the user wrote by hand.  On ``device='cpu'`` nothing is
+lifted: device-resident shared variables get a ``HostFromGpu`` and
+``gpu_from_host`` is dropped.
+"""
+from __future__ import annotations
+
+from ..devices import current, float64_on_gpu
+from ..devices.gpu_ops import (GpuCAReduce, GpuDimShuffle, GpuDot, GpuElemwise, GpuGemm, GpuGemv, GpuReshape,
+                               GpuSubtensor)
+from ..devices.kernels import scalar_expression
+from ..devices.transfer import GpuFromHost, HostFromGpu
+from ..devices.types import GpuArrayType
+from ..graph import Constant
+from ..tensor.blas import Dot, Gemm, Gemv
+from ..tensor.elemwise import DimShuffle, Elemwise
+from ..tensor.reduction import CAReduce
+from ..tensor.shape import Reshape
+from ..tensor.subtensor import Subtensor
+from ..tensor.var import TensorConstant
+from . import global_rewrite, local_rewrite
+
+GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
+
+
+def gpu_version(node, backend):
+    """The GPU op for ``node``, or None if it stays on the host (and why, for float64)."""
+    op = node.op
+    if isinstance(op, Elemwise):
+        try:
+            scalar_expression(op.scalar_op, [f"i{k}" for k in range(op.nin)], [i.type.dtype for i in node.inputs])
+        except NotImplementedError:
+            return None
+        return GpuElemwise(op.scalar_op, backend)
+    if isinstance(op, Gemv):
+        return GpuGemv(backend)
+    if isinstance(op, Gemm):
+        return GpuGemm(backend)
+    if isinstance(op, Dot):
+        return GpuDot(backend)
+    if isinstance(op, CAReduce):
+        return GpuCAReduce(op.scalar_name, op.axis, backend)
+    if isinstance(op, DimShuffle):
+        return GpuDimShuffle(op, backend)
+    if isinstance(op, Reshape):
+        return GpuReshape(op.ndim, backend)
+    if isinstance(op, Subtensor):
+        return GpuSubtensor(op.idx_list, backend)
+    return None
+
+
+# inputs of these ops stay where they are (host scalars/shapes, not data)
+_HOST_INPUT_SLOTS = {GpuGemm: (1, 4), GpuGemv: (1, 4), GpuReshape: (1,), GpuSubtensor: "rest"}
+
+
+class _Placer:
+    def __init__(self, fgraph, backend):
+        self.fgraph, self.backend = fgraph, backend
+        self.host_of, self.dev_of = {}, {}
+        self.float64_ops = []
+
+    def host(self, var):
+        if var in self.host_of:
+            return self.host_of[var]
+        if isinstance(var.type, GpuArrayType) and var not in self.dev_of:
+            self.dev_of[var] = var
+        if var in self.dev_of:
+            dev = self.dev_of[var]
+            result = HostFromGpu(dev.type.backend)(dev)
+        else:
+            result = var  # a host leaf
+        self.host_of[var] = result
+        return result
+
+    def dev(self, var, backend=None):
+        backend = backend or self.backend
+        if var in self.dev_of:
+            return self.dev_of[var]
+        if isinstance(var.type, GpuArrayType):
+            result = var
+        elif isinstance(var, Constant):
+            # a device constant: copied to the device once, at compile time
+            data = backend.to_device(var.data)
+            result = Constant(GpuArrayType(var.type.dtype, var.type.broadcastable, backend), data)
+        else:
+            result = GpuFromHost(backend)(self.host(var))
+        self.dev_of[var] = result
+        return result
+
+    def place_node(self, node):
+        op = node.op
+        if isinstance(op, GpuFromHost):  # written by the user (gpu_from_host)
+            src = node.inputs[0]
+            if self.backend is not None:
+                self.dev_of[node.outputs[0]] = self.dev(src)
+            else:
+                self.host_of[node.outputs[0]] = self.host(src)
+            return
+        if isinstance(op, HostFromGpu):
+            self.host_of[node.outputs[0]] = self.host(node.inputs[0])
+            return
+        gpu_op = None
+        if self.backend is not None:
+            dtypes = {v.type.dtype for v in node.inputs + node.outputs}
+            if dtypes <= GPU_DTYPES:
+                gpu_op = gpu_version(node, self.backend)
+            elif "float64" in dtypes and gpu_version(node, self.backend) is not None:
+                self.float64_ops.append(node)
+        if gpu_op is not None:
+            slots = _HOST_INPUT_SLOTS.get(type(gpu_op), ())
+            inputs = []
+            for k, v in enumerate(node.inputs):
+                host_slot = k in slots if slots != "rest" else k > 0
+                scalar_constant = isinstance(gpu_op, GpuElemwise) and isinstance(v, Constant) and v.data.size == 1
+                inputs.append(self.host(v) if host_slot or scalar_constant else self.dev(v))
+            new = gpu_op.make_node(*inputs)
+            for old, out in zip(node.outputs, new.outputs):
+                out.tag.trace = old.tag.trace
+                self.dev_of[old] = out
+            return
+        shape_only = getattr(op, "shape_only", False)
+        inputs = [self.dev_of[v] if shape_only and v in self.dev_of else self.host(v) for v in node.inputs]
+        if all(a is b for a, b in zip(inputs, node.inputs)):
+            new_outputs = node.outputs
+        else:
+            new_outputs = node.clone_with_new_inputs(inputs).outputs
+        for old, out in zip(node.outputs, new_outputs):
+            self.host_of[old] = out
+
+    def output(self, k, var):
+        fgraph = self.fgraph
+        if k >= fgraph.n_outputs:  # an update: it goes where its shared variable lives
+            target = fgraph.update_targets[k - fgraph.n_outputs]
+            backend = getattr(target.type, "backend", None)
+            return self.dev(var, backend) if backend is not None else self.host(var)
+        if isinstance(var.type, GpuArrayType) and self.backend is not None:
+            return self.dev(var)
+        return self.host(var)
+
+
+@global_rewrite("placement", "gpu", "fast_compile")
+def place_on_device(fgraph):
+    """Decide host or device for every node and insert the transfers (runs once per graph)."""
+    if getattr(fgraph, "placed", False):
+        return 0
+    fgraph.placed = True
+    device = current()
+    backend = device.backend if device.is_gpu else None
+    fgraph.device_label = device.label
+    needs_work = backend is not None or any(isinstance(v.type, GpuArrayType) for v in fgraph.variables())
+    if not needs_work:
+        return 0
+    placer = _Placer(fgraph, backend)
+    for node in fgraph.toposort():
+        placer.place_node(node)
+    fgraph.outputs = [placer.output(k, v) for k, v in enumerate(fgraph.outputs)]
+    fgraph.rebuild()
+    if placer.float64_ops:
+        names = sorted({str(n.op) for n in placer.float64_ops})
+        float64_on_gpu(f"{len(placer.float64_ops)} op(s) compute in float64 and stay on the CPU ({', '.join(names)})")
+    fgraph.rewrite_log.append(("placement", "place_on_device", device.label))
+    return 0  # the pass is not repeated
+
+
+@local_rewrite("transfer", "gpu", "fast_compile")
+def cut_transfer_pairs(fgraph, node):
+    """GpuFromHost(HostFromGpu(x)) -> x and HostFromGpu(GpuFromHost(x)) -> x"""
+    op = node.op
+    if isinstance(op, (GpuFromHost, HostFromGpu)):
+        inner = node.inputs[0].owner
+        pair = HostFromGpu if isinstance(op, GpuFromHost) else GpuFromHost
+        if inner is not None and isinstance(inner.op, pair):
+            x = inner.inputs[0]
+            if isinstance(op, GpuFromHost) and x.type.backend.name != op.backend_name:
+                return None
+            return [x]
+    return None
+
+
+def is_device_constant(var):
+    return isinstance(var, TensorConstant) and isinstance(var.type, GpuArrayType)
