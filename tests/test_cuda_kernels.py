@@ -285,3 +285,26 @@ def test_helpers_and_compile_check():
     assert info["ok"] and "multiply_them" in info["kernels"]
     z = cuda.zeros((2, 3), np.float32, backend=EMU)
     assert z.get().sum() == 0 and z.shape == (2, 3)
+
+
+def test_template_kernel_through_name_expressions():
+    src = """
+    template <typename T, int FACTOR>
+    __global__ void scale(T *x, int n)
+    {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) x[i] = x[i] * FACTOR;
+    }
+    """
+    mod = cuda.SourceModule(src, backend=EMU, name_expressions=["scale<float, 3>", "scale<double, 2>"])
+    f32, f64 = mod.get_function("scale<float, 3>"), mod.get_function("scale<double, 2>")
+    x = np.arange(5, dtype=np.float32)
+    f32(cuda.InOut(x), np.int32(5), block=(8, 1, 1))
+    np.testing.assert_array_equal(x, 3 * np.arange(5))
+    y = np.arange(5, dtype=np.float64)
+    f64(cuda.InOut(y), np.int32(5), block=(8, 1, 1))
+    np.testing.assert_array_equal(y, 2 * np.arange(5))
+    with pytest.raises(cuda.KernelArgumentError, match="float32"):
+        f32(cuda.InOut(y), np.int32(5), block=(8, 1, 1))
+    with pytest.raises(cuda.CudaError, match="name_expressions"):
+        mod.get_function("scale")

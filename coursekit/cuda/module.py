@@ -128,14 +128,11 @@ class SourceModule:
 def _instantiate(sig, expr):
     """Signature of ``k<float, int>``: template parameters replaced by the given types."""
     import re
-    from .source import KernelSignature, parse_param
-    args = [a.strip() for a in expr[expr.index("<") + 1:expr.rindex(">")].split(",")]
-    names = sig.template_params if hasattr(sig, "template_params") else []
-    mapping = dict(zip(names, args))
-    params = []
-    for i, p in enumerate(sig.params):
-        text = re.sub(r"\b\w+\b", lambda m: mapping.get(m.group(0), m.group(0)), f"{p.ctype} {p.name}")
-        params.append(parse_param(text.replace("* ", "*") if p.ctype.endswith("*") else text, i))
+    from .source import KernelSignature, _split_top_level, parse_param
+    args = _split_top_level(expr[expr.index("<") + 1:expr.rindex(">")])
+    mapping = dict(zip(sig.template_params, args))
+    params = [parse_param(re.sub(r"\b\w+\b", lambda m: mapping.get(m.group(0), m.group(0)), f"{p.ctype} {p.name}"), i)
+              for i, p in enumerate(sig.params)]
     return KernelSignature(expr, params, sig.line, False)
 
 

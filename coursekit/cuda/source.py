@@ -62,6 +62,7 @@ class KernelSignature:
     params: list = field(default_factory=list)
     line: int = 1
     is_template: bool = False
+    template_params: tuple = ()
 
     def __str__(self):
         return f"__global__ void {self.name}({', '.join(p.decl() for p in self.params)})"
@@ -171,8 +172,11 @@ def find_kernels(src: str) -> list:
                 if len(params) == 1 and params[0].ctype == "void" and not params[0].is_pointer:
                     params = []
                 head = clean[max(clean.rfind(";", 0, m.start()), clean.rfind("}", 0, m.start())) + 1:m.start()]
+                tmpl = re.search(r"\btemplate\s*<(.*)>", head, re.S)
+                tparams = tuple(re.findall(r"(\w+)\s*(?:=[^,]*)?$", t)[0] for t in _split_top_level(tmpl.group(1))
+                                if re.findall(r"(\w+)\s*(?:=[^,]*)?$", t)) if tmpl else ()
                 kernels.append(KernelSignature(prev_ident or "?", params, line_of(clean, m.start()),
-                                               is_template=bool(re.search(r"\btemplate\b", head))))
+                                               is_template=bool(tmpl), template_params=tparams))
                 break
             prev_ident = tok if re.fullmatch(r"[A-Za-z_]\w*", tok) else prev_ident
             pos = t.end()
