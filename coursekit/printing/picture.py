@@ -85,7 +85,7 @@ def render_svg(layout):
            '<defs><marker id="ck-arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
            f'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" fill="{EDGE_COLOUR}"/>'
            '</marker></defs>',
-           f'<rect width="100%" height="100%" fill="white"/>',
+           '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="{10}" y="{18}" font-weight="bold" fill="{TEXT_COLOUR}">{escape(layout.title)}</text>',
            f'<g transform="translate(0,{TITLE_HEIGHT})">']
     for edge in layout.edges:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..profiling import KIND_NAMES, KINDS, format_bytes, format_time
+from ..profiling import KIND_NAMES, KINDS, format_time
 from .style import STYLES
 
 
@@ -64,11 +64,15 @@ def summary_text(profile, n_ops_to_print=20, n_apply_to_print=20):
     """The whole summary as text (``ProfileStats.summary`` prints it)."""
     lines = _function_lines(profile)
     head = "  <% time> <sum %> <apply time> <time per call> <where> <#call> <#apply>"
-    group = lambda row: f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['applies']:5d}   {row['name']}"  # noqa: E731
+
+    def group(row):
+        return f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['applies']:5d}   {row['name']}"
+
+    def apply_cells(row):
+        return f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['key']:>5}   {row['name']}"
+
     lines += _table("Class", profile.class_rows(), n_ops_to_print, head + " <Class name>", group, "classes")
     lines += _table("Ops", profile.op_rows(), n_ops_to_print, head + " <Op name>", group, "ops")
-    apply_cells = lambda row: (f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} "  # noqa: E731
-                               f"{row['key']:>5}   {row['name']}")
     lines += _table("Apply", profile.apply_rows(), n_apply_to_print,
                     "  <% time> <sum %> <apply time> <time per call> <where> <#call> <id> <Apply name>",
                     apply_cells, "applies")
