@@ -291,3 +291,20 @@ def test_unknown_kernel_name():
     mod = cuda.SourceModule(MULTIPLY_N, backend=EMU)
     with pytest.raises(cuda.CudaError, match="kernels: multiply_them"):
         mod.get_function("multiply")
+
+
+def test_wild_pointer_is_an_error_not_a_dead_process():
+    src = """
+    __global__ void wild(float *x, int offset)
+    {
+        x[threadIdx.x + offset] = 1.0f;
+    }
+    """
+    f = cuda.SourceModule(src, backend=EMU).get_function("wild")
+    x = np.zeros(4, np.float32)
+    with pytest.raises(cuda.KernelRuntimeError, match=r"invalid memory access.*check=\"memory\""):
+        f(cuda.InOut(x), np.int32(1 << 30), block=(4, 1, 1))
+    f(cuda.InOut(x), np.int32(0), block=(4, 1, 1))          # still alive, still correct
+    assert (x == 1).all()
+    with pytest.raises(cuda.MemoryAccessError, match="line 4"):
+        f(cuda.InOut(x), np.int32(1 << 30), block=(4, 1, 1), check="memory")

@@ -20,6 +20,8 @@
 #include <string.h>
 #include <string>
 #include <vector>
+#include <setjmp.h>
+#include <signal.h>
 #include <sys/mman.h>
 
 #if !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__) || defined(CK_USE_UCONTEXT)
@@ -398,6 +400,55 @@ CK_EXPORT int __ck_printf(const char* f, ...) {
     return len;
 }
 
+// A kernel that dereferences a wild pointer would kill the whole Python
+// process (a notebook's kernel).  During a launch, SIGSEGV/SIGBUS/SIGFPE jump
+// back to ck_launch, which reports the CUDA thread; the previous handlers
+// (Python's faulthandler, say) are restored afterwards.  Writes that land in
+// valid memory cannot be caught this way: that is what check="memory" is for.
+namespace {
+sigjmp_buf g_fault_jmp;
+volatile sig_atomic_t g_in_launch = 0;
+void* volatile g_fault_addr = nullptr;
+const int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE};
+struct sigaction g_old_actions[3];
+stack_t g_old_altstack;
+alignas(16) char g_altstack[64 * 1024];
+
+void on_fault(int sig, siginfo_t* info, void*) {
+    if (!g_in_launch) {   // not ours: hand it to whoever was there before
+        for (int k = 0; k < 3; ++k)
+            if (kFaultSignals[k] == sig) sigaction(sig, &g_old_actions[k], nullptr);
+        raise(sig);
+        return;
+    }
+    g_fault_addr = info ? info->si_addr : nullptr;
+    siglongjmp(g_fault_jmp, sig);
+}
+
+void install_fault_handlers() {
+#ifndef __SANITIZE_ADDRESS__
+    stack_t ss;
+    ss.ss_sp = g_altstack;
+    ss.ss_size = sizeof g_altstack;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, &g_old_altstack);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int k = 0; k < 3; ++k) sigaction(kFaultSignals[k], &sa, &g_old_actions[k]);
+#endif
+}
+
+void remove_fault_handlers() {
+#ifndef __SANITIZE_ADDRESS__
+    for (int k = 0; k < 3; ++k) sigaction(kFaultSignals[k], &g_old_actions[k], nullptr);
+    sigaltstack(&g_old_altstack, nullptr);
+#endif
+}
+}  // namespace
+
 CK_EXPORT const char* ck_last_error() { return g_error.c_str(); }
 CK_EXPORT const char* ck_printf_output() { return g_printf.c_str(); }
 CK_EXPORT int ck_printf_truncated() { return g_printf_truncated; }
@@ -434,8 +485,22 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
 #endif
     __ck_dyn_smem = dyn;
     size_t static_bytes = ck_static_shared_bytes();
-    int rc = 0;
+    volatile int rc = 0;
     size_t nblocks = (size_t)grid[0] * grid[1] * grid[2];
+    install_fault_handlers();
+    int sig = sigsetjmp(g_fault_jmp, 1);
+    if (sig != 0) {
+        g_in_launch = 0;
+        Fiber* f = g_self;
+        g_error = fmt("%s at address %p in %s. On a GPU this is an \"illegal memory access\" (or, for a "
+                      "division by zero, garbage). Launch again with check=\"memory\" to see the line.",
+                      sig == SIGFPE ? "arithmetic fault (integer division by zero?)"
+                                    : "invalid memory access (segmentation fault)",
+                      g_fault_addr, f ? where(*f).c_str() : "the kernel");
+        rc = -1;
+    } else {
+        g_in_launch = 1;
+    }
     for (size_t k = 0; k < nblocks && rc == 0; ++k) {
         size_t b = reverse ? nblocks - 1 - k : k;
         __ck_blockIdx = uint3{(unsigned)(b % grid[0]), (unsigned)((b / grid[0]) % grid[1]),
@@ -446,6 +511,8 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
         if (dyn_shared) memset(dyn, 0xff, dyn_shared);
         rc = run_block(n, reverse);
     }
+    g_in_launch = 0;
+    remove_fault_handlers();
     if (rc != 0) {
         std::string e = fmt("kernel '%s': ", kernel_name);
         g_error = e + g_error;
