@@ -165,3 +165,14 @@ def test_function_html_skips_picture_of_big_graphs():
     assert len(f.nodes) > 60
     page = function_html(f)
     assert "<svg" not in page and "picture skipped" in page
+
+
+def test_pydotprint_marks_the_simulated_devices_transfer_ops():
+    with theano.config.change(device="sim"):
+        x = T.fvector("x")
+        f = theano.function([x], T.exp(x))
+    root, text = _svg_texts(pydotprint(f).svg)
+    transfer_groups = [g for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "node transfer"]
+    names = {node.op.__class__.__name__ for node in f.nodes if getattr(node.op, "is_transfer", False)}
+    assert names == {"GpuFromHost", "HostFromGpu"} and len(transfer_groups) == 2
+    assert "simulated" in text

@@ -191,3 +191,19 @@ def test_html_and_plot():
     fig, ax = plt.subplots()
     assert f.profile.plot(ax=ax) is ax
     plt.close(fig)
+
+
+def test_simulated_gpu_profile_counts_real_transfer_ops():
+    with theano.config.change(device="sim"):
+        x = T.fvector("x")
+        w = theano.shared(np.ones(6, dtype="float32"), name="w")
+        f = theano.function([x], T.exp(x) * w, profile=True)
+        for _ in range(3):
+            f(np.ones(6, dtype="float32"))
+    p = f.profile
+    kinds = {r["name"]: r["kind"] for r in p.class_rows()}
+    assert kinds.get("GpuFromHost") == "transfer" and kinds.get("HostFromGpu") == "transfer"
+    split = p.device_split()
+    assert split["transfer"]["count"] == 2 * 2 and split["transfer"]["bytes"] == 2 * 2 * 6 * 4
+    assert_adds_up(p)
+    assert p.simulated and "not GPU timings" in p.summary(file="str")

@@ -133,10 +133,11 @@ def plot_profile(profile, ax=None, by="class", top=15):
     if by not in rows:
         raise ValueError(f"by={by!r}: use 'class', 'op' or 'apply'")
     rows = rows[by]()[:top]
-    if ax is None:
+    made_figure = ax is None
+    if made_figure:
         import matplotlib.pyplot as plt
 
-        _, ax = plt.subplots(figsize=(8, 0.4 * max(len(rows), 3) + 1.2))
+        _, ax = plt.subplots(figsize=(9, 0.4 * max(len(rows), 3) + 1.5))
     from matplotlib.patches import Patch
 
     labels = [(f"{r['key']}: " if by == "apply" else "") + _short(r["name"]) for r in rows]
@@ -147,12 +148,16 @@ def plot_profile(profile, ax=None, by="class", top=15):
     ax.invert_yaxis()  # slowest at the top
     ax.set_xlabel(f"time in ms over {profile.timed_calls} timed calls (first call excluded)")
     where = ", ".join(profile.devices) or "no calls"
-    ax.set_title(f"Where the time went ({by}) — {where}" + ("\nSIMULATED GPU: CPU times, not GPU timings"
-                                                             if profile.simulated else ""), fontsize=10)
+    title = f"Where the time went, per {by}\non {where}"
+    if profile.simulated:
+        title += "\nSIMULATED GPU: CPU times, not GPU timings"
+    ax.set_title(title, fontsize=10)
     ax.legend(handles=[Patch(color=STYLES[k][1], label=f"{KIND_NAMES[k]} ops") for k in KINDS],
               loc="lower right", fontsize=8)
+    if made_figure:
+        ax.figure.tight_layout()
     return ax
 
 
-def _short(text, width=48):
+def _short(text, width=36):
     return text if len(text) <= width else text[: width - 1] + "…"
