@@ -308,3 +308,18 @@ def test_wild_pointer_is_an_error_not_a_dead_process():
     assert (x == 1).all()
     with pytest.raises(cuda.MemoryAccessError, match="line 4"):
         f(cuda.InOut(x), np.int32(1 << 30), block=(4, 1, 1), check="memory")
+
+
+def test_shuffle_with_missing_lanes_is_an_error():
+    src = """
+    __global__ void half_warp(float *x)
+    {
+        float v = x[threadIdx.x];
+        if (threadIdx.x < 16)
+            v += __shfl_down_sync(0xffffffff, v, 1);   /* mask names lanes that never arrive */
+        x[threadIdx.x] = v;
+    }
+    """
+    f = cuda.SourceModule(src, backend=EMU).get_function("half_warp")
+    with pytest.raises(cuda.KernelRuntimeError, match=r"__shfl_down_sync on line 6.*exited"):
+        f(cuda.InOut(np.ones(32, np.float32)), block=(32, 1, 1))

@@ -308,3 +308,34 @@ def test_template_kernel_through_name_expressions():
         f32(cuda.InOut(y), np.int32(5), block=(8, 1, 1))
     with pytest.raises(cuda.CudaError, match="name_expressions"):
         mod.get_function("scale")
+
+
+def test_warp_votes_scan_and_partial_last_warp():
+    src = """
+    __global__ void votes(const int *flag, int *out)
+    {
+        int t = threadIdx.x, lane = t & 31;
+        int f = flag[t];
+        int any = __any_sync(__activemask(), f);
+        int all = __all_sync(__activemask(), f);
+        int scan = f;                                   /* inclusive prefix sum in the warp */
+        for (int d = 1; d < 32; d *= 2) {
+            int up = __shfl_up_sync(0xffffffff, scan, d);
+            if (lane >= d) scan += up;
+        }
+        __syncwarp();
+        out[3 * t] = any; out[3 * t + 1] = all; out[3 * t + 2] = scan;
+    }
+    """
+    f = kernel(src, "votes")
+    n = 40                                               # the second warp has only 8 lanes
+    flag = np.zeros(n, np.int32)
+    flag[[3, 5, 6]] = 1
+    flag[32:] = 1
+    out = np.zeros(3 * n, np.int32)
+    f(cuda.In(flag), cuda.Out(out), block=(n, 1, 1), check="races")
+    out = out.reshape(n, 3)
+    assert (out[:32, 0] == 1).all() and (out[:32, 1] == 0).all()
+    assert (out[32:, 0] == 1).all() and (out[32:, 1] == 1).all()
+    np.testing.assert_array_equal(out[:32, 2], np.cumsum(flag[:32]))
+    np.testing.assert_array_equal(out[32:, 2], np.arange(1, 9))
