@@ -12,6 +12,16 @@ emulator: each CUDA thread is a fiber, each block runs to its barriers, and
 everything it reports is labelled "emulator (CPU)".  See
 :mod:`coursekit.cuda.emulator` for its check modes (missing barriers,
 out-of-bounds accesses) and :mod:`coursekit.cuda.compiler` for the cache.
+
+Environment: ``COURSEKIT_CACHE_DIR`` (compiled kernels go to its ``cuda/``
+folder; default ``~/.cache/coursekit/cuda``), ``COURSEKIT_CUDA_CHECK``
+(default check level: ``races``, ``memory`` or ``1`` for both),
+``COURSEKIT_NO_NVCC=1`` (skip the nvcc compile check), ``COURSEKIT_NVCC_ARCH``
+(default ``sm_80``), ``CXX`` (host compiler, default ``g++``).
+
+Not emulated: ``__constant__`` memory set from the host, textures, half
+precision, cooperative groups, streams/events (launches are synchronous).
+An endless loop in a kernel hangs the emulator as it would hang a GPU.
 """
 from .args import In, InOut, Out
 from .errors import (BackendUnavailableError, CompileError, CudaError, KernelArgumentError,
@@ -46,7 +56,7 @@ def empty(shape, dtype, backend="auto"):
 
 
 def zeros(shape, dtype, backend="auto"):
-    import numpy as np
+    """Device memory filled with zeros."""
     if _device_backend(backend) == "cupy":
         import cupy
         return cupy.zeros(shape, dtype)

@@ -20,8 +20,6 @@
 #include <string.h>
 #include <string>
 #include <vector>
-#include <setjmp.h>
-#include <signal.h>
 #include <sys/mman.h>
 
 #if !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__) || defined(CK_USE_UCONTEXT)
@@ -79,82 +77,7 @@ const char* g_kernel = "kernel";
 bool g_printf_truncated = false;
 const size_t kPrintfLimit = 1 << 20;  // CUDA's default printf FIFO is 1 MiB too
 
-#ifdef CK_UCONTEXT
-ucontext_t g_sched;
-void fiber_main() {
-    g_entry(g_args);
-    g_self->state = DONE;
-    swapcontext(&g_self->ctx, &g_sched);
-}
-inline void to_sched() { swapcontext(&g_self->ctx, &g_sched); }
-inline void resume(Fiber* f) { swapcontext(&g_sched, &f->ctx); }
-void prepare(Fiber* f) {
-    getcontext(&f->ctx);
-    f->ctx.uc_stack.ss_sp = f->stack;
-    f->ctx.uc_stack.ss_size = kStack - kColour;
-    f->ctx.uc_link = nullptr;
-    makecontext(&f->ctx, fiber_main, 0);
-}
-#else
-void* g_sched_sp = nullptr;
-extern "C" void ck_switch(void** save_sp, void* new_sp);
-extern "C" void ck_fiber_start();
-// ck_switch pushes the callee-saved registers, stores rsp, loads the other
-// stack and pops them back.  A new fiber's stack is laid out so that the
-// final `ret` lands in ck_fiber_start, which calls fiber_main.
-asm(R"(
-.text
-.p2align 4
-.type ck_switch,@function
-ck_switch:
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    ret
-.size ck_switch,.-ck_switch
-.p2align 4
-.type ck_fiber_start,@function
-ck_fiber_start:
-    call *%r12
-    ud2
-.size ck_fiber_start,.-ck_fiber_start
-)");
-extern "C" void fiber_main() {
-    g_entry(g_args);
-    g_self->state = DONE;
-    ck_switch(&g_self->sp, g_sched_sp);
-}
-inline void to_sched() { ck_switch(&g_self->sp, g_sched_sp); }
-inline void resume(Fiber* f) { ck_switch(&g_sched_sp, f->sp); }
-void prepare(Fiber* f) {
-    // Top of stack, 16-byte aligned; after `ret` rsp is 16-aligned for the call.
-    // Stacks are kStack apart, so their tops would all fall in the same cache
-    // sets; a per-fiber offset ("colouring") spreads them out (2x faster).
-    size_t colour = ((size_t)(f - g_fibers.data()) * 1088) % kColour;
-    uintptr_t top = ((uintptr_t)(f->stack + kStack - colour)) & ~(uintptr_t)15;
-    void** sp = (void**)top;
-    *--sp = nullptr;                     // padding: keeps rsp % 16 == 0 after ret
-    *--sp = (void*)ck_fiber_start;       // return address of ck_switch
-    *--sp = nullptr;                     // rbp
-    *--sp = nullptr;                     // rbx
-    *--sp = (void*)fiber_main;           // r12
-    *--sp = nullptr;                     // r13
-    *--sp = nullptr;                     // r14
-    *--sp = nullptr;                     // r15
-    f->sp = sp;
-}
-#endif
+#include "ck_switch.h"   // fiber_main, resume, to_sched, prepare
 
 void ensure_fibers(size_t n) {
     if (n <= g_region_fibers) return;
@@ -400,54 +323,7 @@ CK_EXPORT int __ck_printf(const char* f, ...) {
     return len;
 }
 
-// A kernel that dereferences a wild pointer would kill the whole Python
-// process (a notebook's kernel).  During a launch, SIGSEGV/SIGBUS/SIGFPE jump
-// back to ck_launch, which reports the CUDA thread; the previous handlers
-// (Python's faulthandler, say) are restored afterwards.  Writes that land in
-// valid memory cannot be caught this way: that is what check="memory" is for.
-namespace {
-sigjmp_buf g_fault_jmp;
-volatile sig_atomic_t g_in_launch = 0;
-void* volatile g_fault_addr = nullptr;
-const int kFaultSignals[] = {SIGSEGV, SIGBUS, SIGFPE};
-struct sigaction g_old_actions[3];
-stack_t g_old_altstack;
-alignas(16) char g_altstack[64 * 1024];
-
-void on_fault(int sig, siginfo_t* info, void*) {
-    if (!g_in_launch) {   // not ours: hand it to whoever was there before
-        for (int k = 0; k < 3; ++k)
-            if (kFaultSignals[k] == sig) sigaction(sig, &g_old_actions[k], nullptr);
-        raise(sig);
-        return;
-    }
-    g_fault_addr = info ? info->si_addr : nullptr;
-    siglongjmp(g_fault_jmp, sig);
-}
-
-void install_fault_handlers() {
-#ifndef __SANITIZE_ADDRESS__
-    stack_t ss;
-    ss.ss_sp = g_altstack;
-    ss.ss_size = sizeof g_altstack;
-    ss.ss_flags = 0;
-    sigaltstack(&ss, &g_old_altstack);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fault;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    for (int k = 0; k < 3; ++k) sigaction(kFaultSignals[k], &sa, &g_old_actions[k]);
-#endif
-}
-
-void remove_fault_handlers() {
-#ifndef __SANITIZE_ADDRESS__
-    for (int k = 0; k < 3; ++k) sigaction(kFaultSignals[k], &g_old_actions[k], nullptr);
-    sigaltstack(&g_old_altstack, nullptr);
-#endif
-}
-}  // namespace
+#include "ck_faults.h"
 
 CK_EXPORT const char* ck_last_error() { return g_error.c_str(); }
 CK_EXPORT const char* ck_printf_output() { return g_printf.c_str(); }

@@ -29,7 +29,7 @@ from .errors import CompileError
 from .source import SOURCE_NAME, emulator_translation_unit, source_line
 
 PKG_DIR = Path(__file__).resolve().parent
-RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_driver.cpp", "cuda_runtime.h")
+RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp")
 NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
 CXXFLAGS = ["-std=c++17", "-fPIC", "-w", "-fno-strict-aliasing", "-I", str(PKG_DIR)]
 FAST_FLAGS = ["-O2"]
