@@ -194,7 +194,10 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
     eps = eps or (1e-2 if low_precision else 1e-6)
     abs_tol = abs_tol if abs_tol is not None else (1e-2 if low_precision else 1e-5)
     rel_tol = rel_tol if rel_tol is not None else (1e-2 if low_precision else 1e-5)
-    inputs = [TensorType(p.dtype, (False,) * p.ndim).make_variable(f"input{i}") for i, p in enumerate(pt)]
+    # as in Theano, a dimension of length 1 in the point is broadcastable in the input's type, so
+    # the gradient of a value broadcast against a larger one is summed back to the value's shape
+    inputs = [TensorType(p.dtype, tuple(s == 1 for s in p.shape)).make_variable(f"input{i}")
+              for i, p in enumerate(pt)]
     out = fun(*inputs)
     for _ in range(n_tests):
         probe_f = function(inputs, out, mode=mode)
@@ -208,10 +211,14 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
         numeric = numeric_grad(lambda *v: cost_f(*[x.astype(p.dtype) for x, p in zip(v, pt)]),
                                [p.astype("float64") for p in pt], eps)
         for i, (a, n) in enumerate(zip(analytic, numeric)):
+            if a.shape != n.shape:
+                raise AssertionError(f"verify_grad: the gradient of input {i} has shape {a.shape}, "
+                                     f"but the input has shape {n.shape}")
             err = np.abs(a - n)
-            bad = err > abs_tol + rel_tol * np.abs(n)
+            bad = ~(err <= abs_tol + rel_tol * np.abs(n))  # a NaN or inf on either side is a failure too
             if np.any(bad):
-                worst = np.unravel_index(np.argmax(err - rel_tol * np.abs(n)), err.shape) if err.ndim else ()
+                score = np.where(np.isfinite(err), err - rel_tol * np.abs(n), np.inf)
+                worst = np.unravel_index(np.argmax(score), err.shape) if err.ndim else ()
                 raise AssertionError(
                     f"verify_grad: gradient of input {i} is wrong at index {worst}: symbolic {a[worst]!r}, "
                     f"finite differences {n[worst]!r} (abs_tol={abs_tol}, rel_tol={rel_tol}, eps={eps})")

@@ -63,7 +63,8 @@ def rand(*shape, dtype="float64", low=-3.0, high=3.0):
 
 # ---------------------------------------------------------------- unary
 def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+    with np.errstate(over="ignore"):  # exp(1000) = inf gives the right limit, 0
+        return 1.0 / (1.0 + np.exp(-x))
 
 
 def _softplus(x):
@@ -182,7 +183,7 @@ def _operands(domain, shape_a, shape_b, dtype="float64"):
     if domain == "nonzero":
         b = np.where(np.abs(b) < 0.5, 1.5, b).astype(dtype)
     # a few exact ties so eq/ge/le see both outcomes
-    if a.shape == b.shape and a.size > 1:
+    if domain is None and a.shape == b.shape and a.size > 1:
         a.flat[0] = b.flat[0]
     return a, b
 

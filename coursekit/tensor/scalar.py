@@ -80,8 +80,11 @@ class Cast(ScalarOp):
         (x,) = inputs
         if x.type.dtype[0] not in "fc":
             return [None]
-        from .math import cast
+        from .math import cast, zeros_like
 
+        if output.type.dtype[0] not in "fc":
+            # float -> int/bool rounds: piecewise constant, so zero (like floor), never gz passed through
+            return [zeros_like(x)]
         return [cast(gz, x.type.dtype)]
 
 
