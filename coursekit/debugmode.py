@@ -52,9 +52,18 @@ class DebugMode(Mode):
         from .compile.io import Out
         from .compile.linker import Function
 
+        from .config import config
+        from .rewriting import apply_stages
+
         fgraph = fn.maker.fgraph
-        outs = [Out(v) for v in fgraph.reference.outputs]
-        reference = Function(fgraph.reference, fn.input_specs, outs, False, [], Mode("reference", ()),
+        reference_graph = fgraph.reference
+        reference_graph.n_outputs = len(reference_graph.outputs)  # update values are plain outputs here
+        reference_graph.update_targets = []
+        placement_only = Mode("reference", ("placement", "transfer"))
+        with config.change(device="cpu"):  # the reference runs on the CPU: GPU results are checked against it
+            apply_stages(reference_graph, placement_only)
+        outs = [Out(v) for v in reference_graph.outputs]
+        reference = Function(reference_graph, fn.input_specs, outs, False, [], placement_only,
                              name=f"{fn.name} (unrewritten reference)")
         fn.thunks = [_checked_thunk(self, node, thunk, fn.storage_map) for node, thunk in zip(fn.nodes, fn.thunks)]
         fn._build_call()
@@ -140,7 +149,12 @@ def _checked_thunk(mode, node, thunk, storage_map):
                 if inputs_finite and not _finite(_host(value)):
                     raise DebugModeError(f"DebugMode: {where()} produced NaN/Inf in output {k} from finite inputs")
         reference = [[None] for _ in out_cells]
-        node.op.perform(node, [b.copy() if b is not None else None for b in before], reference)
+        cpu_node = getattr(node, "cpu_node", None)
+        if cpu_node is not None:  # a GPU op: its CPU twin on host copies is the reference
+            cpu_node.op.perform(cpu_node, [b.copy() if b is not None else None for b in before], reference)
+        else:
+            values = [c[0] if _on_device(c[0]) else (None if b is None else b.copy()) for b, c in zip(before, in_cells)]
+            node.op.perform(node, values, reference)
         for k, (ref, value) in enumerate(zip(reference, results)):
             if not mode._close(ref[0], value):
                 raise DebugModeError(f"DebugMode: output {k} of {where()} differs from the op's perform() "
@@ -148,6 +162,10 @@ def _checked_thunk(mode, node, thunk, storage_map):
                                      "GPU kernel) disagrees with its NumPy reference.")
 
     return checked
+
+
+def _on_device(value):
+    return value is not None and not isinstance(value, np.ndarray) and hasattr(value, "get")
 
 
 def _finite(value):

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Constant, format_trace
+from ..tensor.type import TensorType
 from .sharedvalue import SharedVariable
 
 
@@ -126,6 +127,9 @@ class Function:
             if self.trust_input:
                 lines.append(f"    c{i}[0] = a{i}")
                 continue
+            if type(t) is not TensorType:  # device inputs and custom types: always the full check
+                lines.append(f"    c{i}[0] = filt({i}, a{i})")
+                continue
             shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")
             lines += [f"    if type(a{i}) is ndarray and a{i}.dtype is d{i}{shape_ok}:",
                       f"        c{i}[0] = a{i}"]
@@ -138,7 +142,8 @@ class Function:
             ns[f"g{j}"] = cell
         clear_gc = [f"g{j}[0] = None" for j in range(len(gc))]
         if self.profile is not None:
-            lines += ["    try:", "        profile.run_thunks(thunks, error)", "    finally:", "        pass"]
+            lines += ["    try:", "        profile.run_thunks(thunks, error)", "    except BaseException:"]
+            lines += [f"        {c}" for c in clear_gc] + ["        raise"]
         elif self.thunks:
             lines.append("    i = 0")
             lines.append("    try:")

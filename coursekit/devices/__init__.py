@@ -67,6 +67,14 @@ _WARNED_FALLBACK = False
 class DeviceError(RuntimeError):
     """The requested device cannot be used here."""
 
+    user_facing = True
+
+
+class Float64Error(TypeError):
+    """float64 data on a GPU device with ``warn_float64='raise'``."""
+
+    user_facing = True
+
 
 def cupy_status():
     """(cupy module or None, reason it cannot be used).  Imports CuPy the first time only."""
@@ -131,7 +139,7 @@ def float64_on_gpu(what):
     message = (f"{what}: GPUs are fast in float32, so coursekit keeps float64 on the host. Cast to float32 "
                "(floatX=float32, .astype('float32')) to use the GPU, or set warn_float64='ignore'.")
     if config.warn_float64 == "raise":
-        raise TypeError(message)
+        raise Float64Error(message)
     if config.warn_float64 == "warn":
         warnings.warn(message, stacklevel=4)
 
@@ -158,3 +166,13 @@ def synchronize(device=None):
     dev = _DEVICES.get(device) if device else (current() if config.device != "cpu" else None)
     if dev is not None and dev.is_gpu:
         dev.backend.synchronize()
+
+
+def device_variable(dtype, broadcastable, name=None):
+    """A function input that takes device arrays of the current GPU device (no transfer per call)."""
+    from .types import GpuArrayType
+
+    device = current()
+    if not device.is_gpu:
+        raise DeviceError("device_variable: config.device is 'cpu'; device inputs need device='gpu' or 'sim'")
+    return GpuArrayType(dtype, broadcastable, device.backend).make_variable(name)

@@ -135,6 +135,8 @@ def _guard(rw, fgraph, node, call):
     except RewriteError:
         raise
     except Exception as exc:
+        if getattr(exc, "user_facing", False):  # e.g. no GPU, float64 refused: the user's to fix, not a bug
+            raise
         where = f" on {node}" if node is not None else ""
         message = (f"graph rewrite {rw.name!r} ({rw.stage}) failed{where}: {type(exc).__name__}: {exc}. "
                    "This is a bug in coursekit (or in a rewrite you registered); compile with "

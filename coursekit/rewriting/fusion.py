@@ -105,12 +105,25 @@ class Composite(ScalarOp):
                 if kind == "in":
                     args.append(input_names[i])
                 elif kind == "const":
-                    value = self.constants[i].reshape(-1)[0]
-                    args.append(f"(({c_type(self.constants[i].dtype)}){value!r})")
+                    args.append(f"(({c_type(self.constants[i].dtype)}){c_literal(self.constants[i])})")
                 else:
                     args.append(texts[i])
             texts.append(f"(({c_type(dtype)}){op.c_expr.format(*args)})")
         return texts[-1]
+
+
+def c_literal(array):
+    """A C literal for a one-element array (``2.5``, ``-3``, ``true``, ``INFINITY``)."""
+    value = array.reshape(-1)[0].item()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if np.isnan(value):
+            return "NAN"
+        if np.isinf(value):
+            return "INFINITY" if value > 0 else "-INFINITY"
+        return repr(value)
+    return str(value)
 
 
 def _fusable(node):

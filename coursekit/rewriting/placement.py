@@ -126,6 +126,7 @@ class _Placer:
                 scalar_constant = isinstance(gpu_op, GpuElemwise) and isinstance(v, Constant) and v.data.size == 1
                 inputs.append(self.host(v) if host_slot or scalar_constant else self.dev(v))
             new = gpu_op.make_node(*inputs)
+            new.cpu_node = node  # DebugMode compares the GPU op with this CPU node
             for old, out in zip(node.outputs, new.outputs):
                 out.tag.trace = old.tag.trace
                 self.dev_of[old] = out

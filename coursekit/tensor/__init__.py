@@ -52,9 +52,13 @@ for _rank in _RANKS:
 def _plural(rank, dtype):
     make_one = _constructor(rank, dtype)
 
-    def make_many(names):
-        """Several inputs at once: ``x, y = T.fvectors('x,y')``."""
-        return [make_one(n.strip()) for n in names.split(",")]
+    def make_many(*names):
+        """Several inputs at once: ``T.fvectors('x,y')``, ``T.fvectors('x', 'y')`` or ``T.fvectors(2)``."""
+        if len(names) == 1 and isinstance(names[0], int):
+            return [make_one() for _ in range(names[0])]
+        if len(names) == 1:
+            names = names[0].split(",")
+        return [make_one(n.strip()) for n in names]
 
     return make_many
 
