@@ -224,7 +224,7 @@ def build(src: str, options, entries, *, asan=False, check_nvcc=True):
     log, ok = "", True
     if not out.exists():
         runtime = _build_object("ck_runtime.cpp", flags)
-        cpp = cache_dir() / f"{key}.cpp"
+        cpp = cache_dir() / f"{key}.{os.getpid()}.cpp"   # per process: parallel builds must not collide
         cpp.write_text(tu)
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
         if asan:
