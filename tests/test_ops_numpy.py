@@ -16,7 +16,10 @@ import coursekit as theano
 import coursekit.tensor as T
 from coursekit.tensor.type import TensorType
 
-MODES = ["FAST_RUN", "FAST_COMPILE"]
+# FAST_RUN_NO_GC: FAST_RUN compiled with allow_gc=False, so every node keeps its output buffer
+# between calls and elementwise ops compute into it (out=); each such function is called twice,
+# on different data first, so a stale or wrongly shared buffer shows as a wrong answer.
+MODES = ["FAST_RUN", "FAST_COMPILE", "FAST_RUN_NO_GC"]
 SETTINGS = settings(max_examples=25, deadline=None)
 
 
@@ -32,13 +35,23 @@ def sym(value, name=None, bcast=None):
     return TensorType(value.dtype, bcast).make_variable(name)
 
 
+def compile_fn(inputs, outputs, mode, **kwargs):
+    """``theano.function`` for one of MODES (FAST_RUN_NO_GC: FAST_RUN with allow_gc=False)."""
+    if mode == "FAST_RUN_NO_GC":
+        with theano.config.change(allow_gc=False):
+            return theano.function(inputs, outputs, mode="FAST_RUN", **kwargs)
+    return theano.function(inputs, outputs, mode=mode, **kwargs)
+
+
 def run(build, arrays, mode, bcasts=None):
     """Compile ``build(*inputs)`` for inputs shaped like ``arrays`` and call it on them."""
     arrays = [np.asarray(a) for a in arrays]
     bcasts = bcasts or [None] * len(arrays)
     inputs = [sym(a, f"in{i}", b) for i, (a, b) in enumerate(zip(arrays, bcasts))]
     out = build(*inputs)
-    f = theano.function(inputs, out, mode=mode)
+    f = compile_fn(inputs, out, mode)
+    if mode == "FAST_RUN_NO_GC":  # a first call on other data (same shapes, same domains)
+        f(*[np.flip(a, 0).copy() if a.ndim else a.copy() for a in arrays])
     return f(*[a.copy() for a in arrays])
 
 
@@ -223,7 +236,7 @@ def test_row_col_constructors_broadcast(mode):
     assert r.broadcastable == (True, False) and c.broadcastable == (False, True)
     out = r + c
     assert out.broadcastable == (False, False)
-    f = theano.function([r, c], out, mode=mode)
+    f = compile_fn([r, c], out, mode=mode)
     rv = rand(1, 5).astype(theano.config.floatX)
     cv = rand(3, 1).astype(theano.config.floatX)
     np.testing.assert_allclose(f(rv, cv), rv + cv)
@@ -354,7 +367,7 @@ def test_reduction_axis_errors():
 
 def test_max_of_empty_axis_is_an_error(mode):
     x = T.dmatrix("x")
-    f = theano.function([x], T.max(x, axis=0), mode=mode)
+    f = compile_fn([x], T.max(x, axis=0), mode=mode)
     with pytest.raises(ValueError, match="empty"):
         f(np.zeros((0, 3)))
 
@@ -405,7 +418,7 @@ def test_dot_rejects_rank3():
 def test_dot_shape_mismatch_names_op_and_shapes(mode):
     x, y = T.dmatrix("x"), T.dmatrix("y")
     z = T.dot(x, y)  # the line the error must point at
-    f = theano.function([x, y], z, mode=mode)
+    f = compile_fn([x, y], z, mode=mode)
     with pytest.raises(ValueError) as info:
         f(np.ones((2, 3)), np.ones((4, 5)))
     msg = str(info.value)
@@ -419,7 +432,7 @@ def test_dot_shape_mismatch_names_op_and_shapes(mode):
 def test_elemwise_shape_mismatch_names_op_and_line(mode):
     x, y = T.fvector("x"), T.fvector("y")
     z = T.exp(x) * y + 1  # elementwise chain that FAST_RUN fuses
-    f = theano.function([x, y], z, mode=mode)
+    f = compile_fn([x, y], z, mode=mode)
     with pytest.raises(ValueError) as info:
         f(np.ones(3, "float32"), np.ones(4, "float32"))
     msg = str(info.value)
@@ -431,7 +444,7 @@ def test_elemwise_shape_mismatch_names_op_and_line(mode):
 def test_reshape_error_names_op_and_line(mode):
     x = T.dvector("x")
     y = x.reshape((2, 3))
-    f = theano.function([x], y, mode=mode)
+    f = compile_fn([x], y, mode=mode)
     with pytest.raises(ValueError) as info:
         f(np.arange(5.0))
     msg = str(info.value)
@@ -574,7 +587,7 @@ def test_symbolic_integer_indices(mode):
 def test_index_out_of_bounds(mode):
     x = T.dvector("x")
     k = T.lscalar("k")
-    f = theano.function([x, k], x[k], mode=mode)
+    f = compile_fn([x, k], x[k], mode=mode)
     assert f(np.arange(3.0), 2) == 2.0
     with pytest.raises(IndexError) as info:
         f(np.arange(3.0), 3)
@@ -615,7 +628,7 @@ def test_stack_and_concatenate(mode):
 
 def test_concatenate_runtime_mismatch(mode):
     x, y = T.dmatrix("x"), T.dmatrix("y")
-    f = theano.function([x, y], T.concatenate([x, y], axis=0), mode=mode)
+    f = compile_fn([x, y], T.concatenate([x, y], axis=0), mode=mode)
     with pytest.raises(ValueError) as info:
         f(np.ones((2, 3)), np.ones((2, 4)))
     assert "Join" in str(info.value) and "test_ops_numpy.py" in str(info.value)
@@ -669,7 +682,7 @@ def test_chain_with_shared_subexpressions(mode):
     # one intermediate used by two outputs
     xs = T.dmatrix("x")
     e = T.exp(xs) * 2
-    f = theano.function([xs], [e + 1, e.sum(axis=1), T.log(e)], mode=mode)
+    f = compile_fn([xs], [e + 1, e.sum(axis=1), T.log(e)], mode=mode)
     r1, r2, r3 = f(x)
     np.testing.assert_allclose(r1, np.exp(x) * 2 + 1)
     np.testing.assert_allclose(r2, (np.exp(x) * 2).sum(axis=1))
@@ -697,7 +710,7 @@ def test_gemv_and_gemm_patterns(dtype, mode):
     # the dot also used elsewhere: gemm must not steal it
     ms, ys, zs = T.matrix("m", dtype), T.matrix("y", dtype), T.matrix("z", dtype)
     d = T.dot(ms, ys)
-    f = theano.function([ms, ys, zs], [d + zs, d * 2], mode=mode)
+    f = compile_fn([ms, ys, zs], [d + zs, d * 2], mode=mode)
     r1, r2 = f(m, y, z)
     np.testing.assert_allclose(r1, m @ y + z, rtol=tol)
     np.testing.assert_allclose(r2, (m @ y) * 2, rtol=tol)
@@ -707,7 +720,7 @@ def test_gemm_does_not_clobber_reused_bias(mode):
     m, y, z = rand(3, 3), rand(3, 3), rand(3, 3)
     ms, ys, zs = T.dmatrix("m"), T.dmatrix("y"), T.dmatrix("z")
     c = zs * 2  # an intermediate gemm may overwrite in place only if nobody else reads it
-    f = theano.function([ms, ys, zs], [T.dot(ms, ys) + c, c + 1], mode=mode)
+    f = compile_fn([ms, ys, zs], [T.dot(ms, ys) + c, c + 1], mode=mode)
     r1, r2 = f(m, y, z)
     np.testing.assert_allclose(r1, m @ y + 2 * z)
     np.testing.assert_allclose(r2, 2 * z + 1)
@@ -728,11 +741,11 @@ def test_constant_folding_matches(mode):
     c = T.constant(np.arange(6.0).reshape(2, 3))
     x = T.dmatrix("x")
     out = x * T.exp(c) + T.sum(c * 2, axis=0) + T.dot(c, c.T).sum()
-    f = theano.function([x], out, mode=mode)
+    f = compile_fn([x], out, mode=mode)
     xv = rand(2, 3)
     cv = np.arange(6.0).reshape(2, 3)
     np.testing.assert_allclose(f(xv), xv * np.exp(cv) + (cv * 2).sum(axis=0) + (cv @ cv.T).sum())
-    g = theano.function([], T.exp(c) + 1, mode=mode)
+    g = compile_fn([], T.exp(c) + 1, mode=mode)
     np.testing.assert_allclose(g(), np.exp(cv) + 1)
 
 
@@ -772,7 +785,7 @@ def test_logistic_regression_step(mode):
     xent = -y * T.log(p_1) - (1 - y) * T.log(1 - p_1)
     cost = xent.mean() + 0.01 * (w ** 2).sum()
     gw, gb = T.grad(cost, [w, b])
-    train = theano.function([x, y], [prediction, xent], updates=[(w, w - 0.1 * gw), (b, b - 0.1 * gb)],
+    train = compile_fn([x, y], [prediction, xent], updates=[(w, w - 0.1 * gw), (b, b - 0.1 * gb)],
                             mode=mode)
     pred, xe = train(xv, yv)
     z = xv @ wv + bv
@@ -789,7 +802,7 @@ def test_scalar_shared_variable_updates_stay_arrays(mode):
     """A 0-d result (ufunc on 0-d arrays, full reduction, vector dot) stored in a shared variable."""
     b = theano.shared(0.5, "b")
     x = T.dvector("x")
-    f = theano.function([x], [], updates=[(b, b - 0.1 * x.sum() + T.dot(x, x) * 0 + x[0] * 0)], mode=mode)
+    f = compile_fn([x], [], updates=[(b, b - 0.1 * x.sum() + T.dot(x, x) * 0 + x[0] * 0)], mode=mode)
     f(np.ones(3))
     f(np.ones(3))
     value = b.get_value()
@@ -803,7 +816,22 @@ def test_outputs_do_not_alias_inputs(mode):
     for build in [lambda v: v.T, lambda v: v[1:], lambda v: v.reshape((12,)), lambda v: v * 1,
                   lambda v: v.dimshuffle(0, "x", 1), lambda v: T.identity(v)]:
         xs = T.dmatrix("x")
-        f = theano.function([xs], build(xs), mode=mode)
+        f = compile_fn([xs], build(xs), mode=mode)
         out = f(x)
         out[...] = -99
         assert not np.any(x == -99)
+
+
+def test_repeated_calls_give_fresh_results(mode):
+    """Results of earlier calls are neither stale nor overwritten by later calls."""
+    x, y, m = T.dvector("x"), T.dvector("y"), T.dmatrix("m")
+    outs = [-x * np.array([1.0, 2.0, 3.0]), T.exp(x) * y + 1, (T.tanh(x) - y).sum(), T.dot(m, x) + y,
+            T.sigmoid(T.dot(m, x) * 2 + y), x.dimshuffle(0, "x") * y, x[1:] * 2, T.nnet.softmax(m)]
+    f = compile_fn([x, y, m], outs, mode)
+    calls = [(rand(3), rand(3), rand(3, 3)) for _ in range(3)]
+    results = [f(*args) for args in calls]
+    for (xv, yv, mv), res in zip(calls, results):
+        want = [-xv * [1, 2, 3], np.exp(xv) * yv + 1, (np.tanh(xv) - yv).sum(), mv @ xv + yv,
+                _sigmoid((mv @ xv) * 2 + yv), xv[:, None] * yv, xv[1:] * 2, _softmax(mv)]
+        for got, w in zip(res, want):
+            np.testing.assert_allclose(got, w, rtol=1e-12)

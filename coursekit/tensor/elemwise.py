@@ -42,7 +42,9 @@ class Elemwise(Op):
         cell = output_storage[0]
         out = cell[0]
         if type(out) is np.ndarray and all(getattr(i, "shape", ()) == out.shape for i in inputs):
-            self.scalar_op.impl(*inputs, out=out)
+            # keep what impl returns: a ufunc returns ``out`` itself, but a fused Composite
+            # may have computed into one of its own buffers instead
+            cell[0] = self.scalar_op.impl(*inputs, out=out)
         else:
             cell[0] = as_ndarray(self.scalar_op.impl(*inputs))
 
@@ -59,7 +61,7 @@ class Elemwise(Op):
                 x = a[0]
                 out = cell[0]
                 if type(out) is ndarray and out.shape == x.shape:
-                    impl(x, out=out)
+                    cell[0] = impl(x, out=out)  # (see perform)
                 else:
                     r = impl(x)
                     cell[0] = r if type(r) is ndarray else asarray(r)  # a ufunc gives 0-d inputs a scalar
@@ -70,7 +72,7 @@ class Elemwise(Op):
                 x, y = a[0], b[0]
                 out = cell[0]
                 if type(out) is ndarray and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
-                    impl(x, y, out=out)
+                    cell[0] = impl(x, y, out=out)
                 else:
                     r = impl(x, y)
                     cell[0] = r if type(r) is ndarray else asarray(r)
