@@ -215,3 +215,71 @@ class GpuSubtensor(GpuOp):
         x, *values = inputs
         result = self.backend.unwrap(x)[_decode(self.idx_list, values)]
         output_storage[0][0] = self.backend.wrap(result)
+
+
+class GpuCustomOp(GpuOp):
+    """The device version of a user's Op that brings its own GPU code.
+
+    A custom op keeps its NumPy ``perform`` (the reference, used on the CPU
+    and by DebugMode) and adds one of:
+
+    * ``gpu_perform(node, inputs, output_storage)`` -- inputs are device
+      arrays (C-contiguous unless the op sets ``accepts_strided = True``);
+      store device arrays in ``output_storage[i][0]`` (allocate them with
+      ``coursekit.cuda.empty``), typically after launching a kernel from
+      ``coursekit.cuda.SourceModule``;
+    * ``make_gpu_thunk(node, storage_map)`` -- Theano's storage-cell style.
+
+    Placement wraps such an op in this class when its data is float32 and the
+    function runs on a GPU device.
+    """
+
+    __props__ = ("cpu_op", "backend_name")
+
+    def __init__(self, cpu_op, backend):
+        self.cpu_op = cpu_op
+        self.destroy_map = getattr(cpu_op, "destroy_map", {})
+        self._init_backend(backend)
+
+    def __str__(self):
+        return f"Gpu{self.cpu_op}"
+
+    def make_node(self, *inputs):
+        host_inputs = [i.type.host_type().make_variable() if isinstance(i.type, GpuArrayType) else i for i in inputs]
+        cpu_node = self.cpu_op.make_node(*host_inputs)
+        outputs = [_dev_type(self.backend, o.type.dtype, o.type.broadcastable) for o in cpu_node.outputs]
+        return Apply(self, list(inputs), outputs)
+
+    def make_thunk(self, node, storage_map):
+        if hasattr(self.cpu_op, "make_gpu_thunk"):
+            thunk = self.cpu_op.make_gpu_thunk(node, storage_map)
+            out_cells = [storage_map[o] for o in node.outputs]
+
+            def checked():
+                thunk()
+                self._check_outputs([c[0] for c in out_cells])
+
+            return checked
+        return super().make_thunk(node, storage_map)
+
+    def perform(self, node, inputs, output_storage):
+        xp = self.backend.xp
+        if not getattr(self.cpu_op, "accepts_strided", False):
+            inputs = [self._contiguous(v, xp) for v in inputs]
+        self.cpu_op.gpu_perform(node, inputs, output_storage)
+        self._check_outputs([c[0] for c in output_storage])
+
+    def _contiguous(self, value, xp):
+        if not self.backend.is_device_array(value):
+            return value
+        buf = self.backend.unwrap(value)
+        if buf.flags["C_CONTIGUOUS"]:
+            return value
+        return self.backend.wrap(xp.ascontiguousarray(buf))
+
+    def _check_outputs(self, values):
+        for k, value in enumerate(values):
+            if not self.backend.is_device_array(value):
+                raise TypeError(
+                    f"{self.cpu_op}.gpu_perform stored a {type(value).__name__} in output {k}; a GPU op must store "
+                    f"device arrays ({self.backend.label}). Allocate them with coursekit.cuda.empty(shape, dtype).")

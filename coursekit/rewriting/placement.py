@@ -18,7 +18,7 @@ lifted: device-resident shared variables get a ``HostFromGpu`` and
 from __future__ import annotations
 
 from ..devices import current, float64_on_gpu
-from ..devices.gpu_ops import (GpuCAReduce, GpuDimShuffle, GpuDot, GpuElemwise, GpuGemm, GpuGemv, GpuReshape,
+from ..devices.gpu_ops import (GpuCAReduce, GpuCustomOp, GpuDimShuffle, GpuDot, GpuElemwise, GpuGemm, GpuGemv, GpuReshape,
                                GpuSubtensor)
 from ..devices.kernels import scalar_expression
 from ..devices.transfer import GpuFromHost, HostFromGpu
@@ -58,6 +58,8 @@ def gpu_version(node, backend):
         return GpuReshape(op.ndim, backend)
     if isinstance(op, Subtensor):
         return GpuSubtensor(op.idx_list, backend)
+    if hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"):
+        return GpuCustomOp(op, backend)
     return None
 
 
