@@ -76,6 +76,10 @@ def time_calls(fn: Callable[[], Any], n: int, repeats: int, *, sync: Callable[[]
         return (time.perf_counter() - t0) / n
 
     per_call, per_pair = [], []
+    if pair is not None and n >= 40:
+        # Paired: more, shorter alternating loops (same total work), so that a burst of load from
+        # another process hits both sides alike instead of deciding one whole repeat.
+        n, repeats = n // 4, repeats * 4
     for _ in range(repeats):
         if pair is not None:
             per_pair.append(loop(pair, None))
@@ -175,6 +179,8 @@ def finish_rows(rows: list[Row]) -> None:
         paired = r.extra.get("paired_base_best")
         if r.status == "ok" and r.best is not None and paired:
             r.ratio = r.best / paired          # baseline timed in alternation with this row
+            if r.median and r.extra.get("paired_base_median"):
+                r.extra["ratio_median"] = r.median / r.extra["paired_base_median"]
         elif (r.status == "ok" and base is not None and base.status == "ok" and r.best is not None
                 and base.best and r.unit == base.unit):
             r.ratio = r.best / base.best

@@ -125,7 +125,10 @@ def table_lines(rows) -> list[str]:
             best, median = r.status, ""
         base = r.base.split("|", 1)[1] if r.base and r.ratio is not None and r.base != r.key else ""
         if base and r.extra.get("paired_base_best"):
-            base += f" (paired: {fmt_value(r.extra['paired_base_best'], r.unit)})"
+            base += f" (paired: {fmt_value(r.extra['paired_base_best'], r.unit)}"
+            if r.extra.get("ratio_median"):
+                base += f"; median ratio {r.extra['ratio_median']:.2f}×"
+            base += ")"
         ratio = f"{r.ratio:.2f}×" if r.ratio is not None and base else ("1.00× (base)" if r.base == r.key and r.status == "ok" else "")
         target = r.target.text if r.target else ""
         verdict = {"pass": "PASS", "miss": "MISS"}.get(r.verdict or "", r.verdict or "")
