@@ -98,6 +98,7 @@ def test_pow_both_arguments(mode):
     vg(lambda a: a ** 0.5, [rand(5, low=0.5, high=2)], mode)  # sqrt
     vg(lambda a: a ** -1, [away_from_zero(5)], mode)  # 1/x
     vg(lambda b: 2.0 ** b, [rand(5)], mode)
+    vg(lambda b: 2.0 % b, [rand(5, low=0.75, high=0.95)], mode)  # reflected mod: grad wrt the divisor
 
 
 def test_row_broadcast_grad_sums_over_broadcast_axis(mode):

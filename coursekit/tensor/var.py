@@ -30,6 +30,7 @@ class _TensorMethods:
     def __floordiv__(self, other): return _M().int_div(self, other)
     def __rfloordiv__(self, other): return _M().int_div(other, self)
     def __mod__(self, other): return _M().mod(self, other)
+    def __rmod__(self, other): return _M().mod(other, self)
     def __pow__(self, other): return _M().pow(self, other)
     def __rpow__(self, other): return _M().pow(other, self)
     def __neg__(self): return _M().neg(self)
@@ -40,6 +41,9 @@ class _TensorMethods:
     def __le__(self, other): return _M().le(self, other)
     def __and__(self, other): return _M().and_(self, other)
     def __or__(self, other): return _M().or_(self, other)
+    def __rand__(self, other): return _M().and_(other, self)
+    def __ror__(self, other): return _M().or_(other, self)
+    def __pos__(self): return self
     def __invert__(self): return _M().invert(self)
     def __matmul__(self, other): return _M().dot(self, other)
     def __rmatmul__(self, other): return _M().dot(other, self)
