@@ -145,3 +145,32 @@ def specialise_pow(fgraph, node):
         return None
     replacement = {2: lambda: M.sqr(x), 0.5: lambda: M.sqrt(x), -1: lambda: M.true_div(1, x)}.get(exponent)
     return _keep(node, replacement()) if replacement else None
+
+
+@local_rewrite("canonicalize", "algebra")
+def sink_negation(fgraph, node):
+    """Move negations outward so they cancel: (-a)*b -> -(a*b), (-a)*(-b) -> a*b,
+    a + (-b) -> a - b, a - (-b) -> a + b, (-a)/b -> -(a/b).  Gradients are full of these."""
+    name = elemwise_name(node)
+    if name not in ("mul", "true_div", "add", "sub"):
+        return None
+    a, b = node.inputs
+    na, nb = producer(a, "neg"), producer(b, "neg")
+    if na is None and nb is None:
+        return None
+    ia = na.inputs[0] if na is not None else None
+    ib = nb.inputs[0] if nb is not None else None
+    if name in ("mul", "true_div"):
+        op = M.mul if name == "mul" else M.true_div
+        if na is not None and nb is not None:
+            return _keep(node, op(ia, ib))
+        if name == "true_div" and na is None:
+            return None  # a / (-b): leave it
+        return _keep(node, M.neg(op(ia, b) if na is not None else op(a, ib)))
+    if name == "add":
+        if nb is not None:
+            return _keep(node, M.sub(a, ib))
+        return _keep(node, M.sub(b, ia))
+    if nb is not None:  # a - (-b)
+        return _keep(node, M.add(a, ib))
+    return None
