@@ -853,3 +853,17 @@ def test_repeated_calls_give_fresh_results(mode):
                 _sigmoid((mv @ xv) * 2 + yv), xv[:, None] * yv, xv[1:] * 2, _softmax(mv)]
         for got, w in zip(res, want):
             np.testing.assert_allclose(got, w, rtol=1e-12, atol=1e-15)
+
+
+def test_fast_run_really_rewrites_what_these_tests_compare():
+    """The FAST_RUN cases above exercise Gemv/Gemm, fusion and constant folding (not a no-op)."""
+    m, x, b, z = T.dmatrix("m"), T.dvector("x"), T.dvector("b"), T.dmatrix("z")
+    names = lambda f: [type(n.op).__name__ for n in f.maker.fgraph.toposort()]  # noqa: E731
+    assert "Gemv" in names(theano.function([m, x, b], T.dot(m, x) + b, mode="FAST_RUN"))
+    assert "Gemm" in names(theano.function([m, z], 1.5 * T.dot(m, m) - 2 * z, mode="FAST_RUN"))
+    assert "Gemv" not in names(theano.function([m, x, b], T.dot(m, x) + b, mode="FAST_COMPILE"))
+    f = theano.function([x, b], T.tanh(x * b + 1.5) * T.exp(-x), mode="FAST_RUN")
+    assert len(f.maker.fgraph.toposort()) == 1 and "Composite" in str(f.maker.fgraph.toposort()[0].op)
+    c = T.constant(np.arange(3.0))
+    f = theano.function([x], x + T.exp(c).sum(), mode="FAST_RUN")
+    assert not any(type(n.op).__name__ == "Sum" for n in f.maker.fgraph.toposort())
