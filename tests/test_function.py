@@ -233,3 +233,22 @@ def test_variable_errors_are_helpful():
             pass
     with pytest.raises(TypeError, match="len"):
         len(x)
+
+
+def test_undeclared_broadcasting_is_refused_with_a_hint():
+    m, b = T.fmatrix("m"), T.fmatrix("b")
+    f = theano.function([m, b], m + b)
+    with pytest.raises(ValueError, match=r"input 1 \(b\) has length 1 in dimension 0.*T.row"):
+        f(np.ones((3, 4), "float32"), np.ones((1, 4), "float32"))
+    r = T.frow("r")
+    g = theano.function([m, r], T.grad((m + r).sum(), r))
+    assert g(np.ones((3, 4), "float32"), np.ones((1, 4), "float32")).shape == (1, 4)
+
+
+def test_undeclared_broadcast_cannot_silently_reshape_a_parameter():
+    m = T.fmatrix("m")
+    bias = theano.shared(np.zeros((1, 4), "float32"), name="bias")  # not declared broadcastable
+    step = theano.function([m], [], updates={bias: bias - T.grad((m + bias).sum(), bias)})
+    with pytest.raises(ValueError, match="broadcastable"):
+        step(np.ones((3, 4), "float32"))
+    assert bias.get_value().shape == (1, 4)

@@ -29,9 +29,10 @@ def mode(request):
 
 
 def sym(value, name=None, bcast=None):
-    """A symbolic input matching the array ``value`` (no broadcastable dims unless given)."""
+    """A symbolic input matching the array ``value``: its length-1 dims are declared broadcastable
+    (coursekit, like Theano, broadcasts only along declared dims), unless ``bcast`` is given."""
     value = np.asarray(value)
-    bcast = (False,) * value.ndim if bcast is None else bcast
+    bcast = tuple(s == 1 for s in value.shape) if bcast is None else bcast
     return TensorType(value.dtype, bcast).make_variable(name)
 
 

@@ -96,6 +96,7 @@ class Function:
             self.output_plan.append((storage[var], alias, not keep and not isinstance(var, Constant)
                                      and id(var) not in persistent))
         # updates: (shared cell, value cell, must_copy)
+        self._update_types = [target.type for target, _ in updates]
         self.update_plan = []
         for (target, _), var in zip(updates, upd_vars):
             alias = id(var) in persistent or id(var) in claimed or id(var) in borrowed
@@ -162,9 +163,12 @@ class Function:
             if clear and not must_copy:
                 clears.append(f"    o{k}[0] = None")
             results.append(f"r{k}")
+        target_var_types = self._update_types
         for k, (target, cell, must_copy, clear) in enumerate(self.update_plan):
             ns[f"s{k}"], ns[f"u{k}"] = target, cell
             lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
+            if getattr(target_var_types[k], "ndim", 1) == 0 and type(target_var_types[k]) is TensorType:
+                lines.append(f"    if not isinstance(v{k}, ndarray): v{k} = asarray(v{k})")
             if clear and not must_copy:
                 clears.append(f"    u{k}[0] = None")
         lines += clears

@@ -46,7 +46,9 @@ class Elemwise(Op):
             # may have computed into one of its own buffers instead
             cell[0] = self.scalar_op.impl(*inputs, out=out)
         else:
-            cell[0] = as_ndarray(self.scalar_op.impl(*inputs))
+            cell[0] = result = as_ndarray(self.scalar_op.impl(*inputs))
+            if any(np.shape(i) != result.shape for i in inputs):
+                _broadcast_checker(node)(inputs, result.shape)
 
     def make_thunk(self, node, storage_map):
         # Specialised closures: this is the hot path of every compiled function.
@@ -54,6 +56,7 @@ class Elemwise(Op):
         ndarray, asarray = np.ndarray, np.asarray
         ins = [storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
+        check = _broadcast_checker(node)
         if len(ins) == 1:
             (a,) = ins
 
@@ -76,6 +79,8 @@ class Elemwise(Op):
                 else:
                     r = impl(x, y)
                     cell[0] = r if type(r) is ndarray else asarray(r)
+                    if getattr(x, "shape", ()) != r.shape or getattr(y, "shape", ()) != r.shape:
+                        check((x, y), r.shape)
         else:
             return super().make_thunk(node, storage_map)
         return thunk
@@ -84,6 +89,32 @@ class Elemwise(Op):
         (gz,) = output_grads
         grads = self.scalar_op.grad(inputs, outputs[0], gz)
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
+
+
+def _broadcast_checker(node):
+    """A check run only when an input's shape differs from the output's.
+
+    NumPy would broadcast any length-1 dimension.  coursekit, like Theano,
+    broadcasts only along dimensions the *type* says may broadcast (``T.row``,
+    ``T.col``, constants, ``broadcastable=`` on shared variables, ``'x'`` in a
+    dimshuffle).  Otherwise the gradient of the smaller input would come back
+    with the larger shape, and an update would silently reshape a parameter.
+    """
+    patterns = [v.type.broadcastable for v in node.inputs]
+
+    def check(values, out_shape):
+        for k, (value, bcast) in enumerate(zip(values, patterns)):
+            shape = np.shape(value)
+            for axis, (size, out_size, may_broadcast) in enumerate(zip(shape, out_shape, bcast)):
+                if size == 1 and out_size != 1 and not may_broadcast:
+                    raise ValueError(
+                        f"input {k} ({node.inputs[k]}) has length 1 in dimension {axis} and would be broadcast to "
+                        f"{out_size}, but its type {node.inputs[k].type} does not declare that dimension "
+                        "broadcastable. Declare it: T.row/T.col (or T.tensor(dtype, broadcastable=...)), "
+                        "shared(value, broadcastable=(True, False)), or x.dimshuffle('x', ...). coursekit, like "
+                        "Theano, needs this so that gradients come back with the input's shape.")
+
+    return check
 
 
 def as_ndarray(value):
