@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
-from ..tensor.elemwise import DimShuffle
+from ..tensor.elemwise import DimShuffle, _broadcast_checker
 from ..tensor.reduction import _REDUCERS
 from ..tensor.subtensor import _decode, _output_bcast
 from .types import GpuArrayType
@@ -63,6 +63,7 @@ class GpuElemwise(GpuOp):
         arg, wrap, unwrap = self._arg, self.backend.wrap, self.backend.unwrap
         array_type = self.backend.array_type
         on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
+        check = _broadcast_checker(node)
 
         def thunk():
             args = [arg(c[0]) for c in cells]
@@ -70,7 +71,9 @@ class GpuElemwise(GpuOp):
             if type(out) is array_type and all(a.shape == out.shape for a, d in zip(args, on_device) if d):
                 kernel(*args, out=unwrap(out))
             else:
-                out_cell[0] = wrap(kernel(*args))
+                result = out_cell[0] = wrap(kernel(*args))
+                if any(a.shape != result.shape for a, d in zip(args, on_device) if d):
+                    check(args, result.shape)
 
         return thunk
 
