@@ -228,6 +228,11 @@ def main(argv=None) -> int:
         notes.append("W3 peers JAX and PyTorch use the stable softplus form of the same cross-entropy "
                      "(-log p = softplus(-z)); NumPy's manual gradient is (p - y)/N exactly.")
 
+    loads = [l[0] for l in (load_start, info.get("loadavg_1_5_15")) if l]
+    if loads and max(loads) > (info.get("cores_usable") or 1):
+        notes.insert(0, f"the machine was overloaded during this run (1-minute load average up to {max(loads):.1f} "
+                        f"on {info.get('cores_usable')} cores): unpaired figures are unreliable; trust the paired "
+                        "ratios more, and re-run on a quiet machine before drawing conclusions.")
     lines = table_lines(ctx.rows)
     vers = versions(systems)
     threads_txt = f"--threads {args.threads}" if args.threads else "library default threads"
