@@ -175,28 +175,3 @@ def sink_negation(fgraph, node):
         return _keep(node, M.add(a, ib))
     return None
 
-
-@local_rewrite("canonicalize", "algebra")
-def drop_shape_only_fill(fgraph, node):
-    """op(second(a, b), c) -> op(b, c) when c has a's layout.
-
-    ``second(a, b)`` only gives ``b`` the shape of ``a``.  When another input
-    ``c`` has the same broadcastable pattern as ``a``, coursekit's broadcasting
-    contract (only declared dimensions broadcast) makes their shapes equal at
-    run time, so ``c`` already supplies that shape.  Gradients of sums and
-    means are full of these fills.
-    """
-    name = elemwise_name(node)
-    if name is None or name == "second":
-        return None
-    for k, inp in enumerate(node.inputs):
-        fill = producer(inp, "second")
-        if fill is None:
-            continue
-        shape_source, value = fill.inputs
-        others = [v for j, v in enumerate(node.inputs) if j != k]
-        if any(o.type.broadcastable == shape_source.type.broadcastable for o in others):
-            new_inputs = list(node.inputs)
-            new_inputs[k] = value
-            return _keep(node, node.op(*new_inputs))
-    return None
