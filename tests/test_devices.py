@@ -309,3 +309,15 @@ def _dedupe_prelude(sources):
     from coursekit.devices.kernels import PRELUDE
 
     return [PRELUDE] + [s.replace(PRELUDE, "") for s in sources]
+
+
+def test_borrowed_host_output_reuses_its_buffer_on_a_gpu_device(sim):
+    x = theano.shared(f32(8), name="x")
+    f = theano.function([], theano.Out(T.exp(x), borrow=True))
+    assert names(f) == ["GpuElemwise", "HostFromGpu"]
+    first = f()
+    x.set_value(np.zeros(8, "float32"))
+    second = f()
+    assert second is first and np.all(first == 1)
+    g = theano.function([], T.exp(x))
+    assert g() is not g()  # without borrow every call gets its own array

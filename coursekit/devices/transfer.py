@@ -7,6 +7,8 @@ profiler reports their time and bytes separately.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ..graph import Apply, Op
 from ..tensor.type import TensorType
 from ..tensor.var import as_tensor_variable
@@ -48,6 +50,20 @@ class GpuFromHost(Op):
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = self.backend.to_device(inputs[0])
 
+    def make_thunk(self, node, storage_map):
+        """Copy into the previous device buffer when it fits (a borrowed or kept buffer), else allocate."""
+        src, dst = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
+        backend = self.backend
+
+        def thunk():
+            host, out = src[0], dst[0]
+            if out is not None and out.shape == host.shape and out.dtype == host.dtype:
+                out.set(host)
+            else:
+                dst[0] = backend.to_device(host)
+
+        return thunk
+
     def grad(self, inputs, output_grads):
         return [HostFromGpu(self.backend)(output_grads[0])]
 
@@ -74,6 +90,20 @@ class HostFromGpu(Op):
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = self.backend.to_host(inputs[0])
+
+    def make_thunk(self, node, storage_map):
+        """Copy into the previous host buffer when it fits: with ``Out(borrow=True)`` that buffer is reused."""
+        src, dst = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
+        backend, ndarray = self.backend, np.ndarray
+
+        def thunk():
+            dev, out = src[0], dst[0]
+            if type(out) is ndarray and out.shape == dev.shape and out.dtype == dev.dtype:
+                backend.copy_to_host(dev, out)
+            else:
+                dst[0] = backend.to_host(dev)
+
+        return thunk
 
     def grad(self, inputs, output_grads):
         return [GpuFromHost(self.backend)(output_grads[0])]
