@@ -25,15 +25,36 @@ from types import SimpleNamespace
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+_OP_METHODS = frozenset({"make_node", "__call__", "grad", "L_op", "perform", "make_thunk", "gpu_perform"})
+
+
 def user_trace():
-    """(filename, lineno) of the innermost frame outside coursekit itself."""
+    """(filename, lineno) of the innermost frame outside coursekit itself.
+
+    A user's own Op subclass is "outside coursekit" too, but its methods are
+    plumbing: the interesting line is where the op was *applied*, so frames of
+    Op methods are skipped as well.
+    """
     frame = sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
+        code = frame.f_code
+        filename = code.co_filename
         if not filename.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
-            return (filename, frame.f_lineno)
+            if not (code.co_name in _OP_METHODS and isinstance(frame.f_locals.get("self"), Op)):
+                return (filename, frame.f_lineno)
         frame = frame.f_back
     return None
+
+
+def warn_at_user_line(message, category=UserWarning):
+    """Warn pointing at the user's line rather than at coursekit's own code."""
+    import warnings
+
+    trace = user_trace()
+    if trace is None:
+        warnings.warn(message, category, stacklevel=3)
+        return
+    warnings.warn_explicit(message, category, trace[0], trace[1])
 
 
 def format_trace(trace):

@@ -109,8 +109,10 @@ def current():
     if name == "gpu":
         if cupy is None:
             if not _WARNED_FALLBACK:
-                warnings.warn(f"device='gpu': {reason}. Using the SIMULATED GPU instead: results are exact, but its "
-                              "timings are CPU timings, not GPU timings.", stacklevel=3)
+                from ..graph import warn_at_user_line
+
+                warn_at_user_line(f"device='gpu': {reason}. Using the SIMULATED GPU instead: results are exact, but "
+                                  "its timings are CPU timings, not GPU timings.")
                 _WARNED_FALLBACK = True
             return _device("sim")
         return _device("cuda:0")
@@ -141,7 +143,9 @@ def float64_on_gpu(what):
     if config.warn_float64 == "raise":
         raise Float64Error(message)
     if config.warn_float64 == "warn":
-        warnings.warn(message, stacklevel=4)
+        from ..graph import warn_at_user_line
+
+        warn_at_user_line(message)
 
 
 def to_device(value):

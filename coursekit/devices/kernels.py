@@ -29,7 +29,19 @@ def scalar_expression(scalar_op, names, dtypes):
         raise NotImplementedError(f"the scalar op {scalar_op} has no CUDA expression")
     else:
         expr = scalar_op.c_expr.format(*names)
-    return re.sub(r"\bmin\(", "ck_min(", re.sub(r"\bmax\(", "ck_max(", expr))
+    return _helpers(expr)
+
+
+def scalar_statements(scalar_op, names, dtypes):
+    """(lines, final expression) for one element: temporaries for fused chains, else one expression."""
+    if hasattr(scalar_op, "c_statements"):
+        lines, final = scalar_op.c_statements(names, dtypes)
+        return [_helpers(line) for line in lines], final
+    return [], scalar_expression(scalar_op, names, dtypes)
+
+
+def _helpers(code):
+    return re.sub(r"\bmin\(", "ck_min(", re.sub(r"\bmax\(", "ck_max(", code))
 
 
 def kernel_name(scalar_op):
@@ -41,7 +53,8 @@ def elementwise_kernel_parts(scalar_op, input_dtypes, output_dtype):
     names = [f"i{k}" for k in range(len(input_dtypes))]
     in_params = ", ".join(f"{c_type(d)} {n}" for n, d in zip(names, input_dtypes))
     out_params = f"{c_type(output_dtype)} out0"
-    operation = f"out0 = ({c_type(output_dtype)})({scalar_expression(scalar_op, names, input_dtypes)})"
+    lines, final = scalar_statements(scalar_op, names, input_dtypes)
+    operation = "\n".join(lines + [f"out0 = ({c_type(output_dtype)})({final});"])
     return in_params, out_params, operation, kernel_name(scalar_op), PRELUDE
 
 
@@ -50,8 +63,9 @@ def standalone_kernel_source(scalar_op, input_dtypes, output_dtype):
     names = [f"i{k}" for k in range(len(input_dtypes))]
     params = ", ".join(f"const {c_type(d)}* __restrict__ {n}_ptr" for n, d in zip(names, input_dtypes))
     loads = "\n".join(f"    const {c_type(d)} {n} = {n}_ptr[idx];" for n, d in zip(names, input_dtypes))
-    expr = scalar_expression(scalar_op, names, input_dtypes)
+    lines, final = scalar_statements(scalar_op, names, input_dtypes)
+    body = "".join(f"    {line}\n" for line in lines)
     out = c_type(output_dtype)
     return (f"{PRELUDE}\nextern \"C\" __global__ void {kernel_name(scalar_op)}({params}, {out}* __restrict__ out0, "
             f"long long n) {{\n    long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
-            f"    if (idx >= n) return;\n{loads}\n    out0[idx] = ({out})({expr});\n}}\n")
+            f"    if (idx >= n) return;\n{loads}\n{body}    out0[idx] = ({out})({final});\n}}\n")

@@ -94,10 +94,11 @@ class Composite(ScalarOp):
         return ns["fused"]
 
     # ------------------------------------------------------------ C code
-    def c_code(self, input_names, input_dtypes):
-        """A CUDA/C expression computing the whole chain for one element."""
-        texts = []
-        for op, refs, dtype in self.program:
+    def c_statements(self, input_names, input_dtypes):
+        """C/CUDA for one element: one ``const`` temporary per step, so a result used twice is
+        computed once.  Returns (lines, name of the final temporary)."""
+        lines, temps = [], []
+        for j, (op, refs, dtype) in enumerate(self.program):
             if op.c_expr is None:
                 raise NotImplementedError(f"{op.name} has no C expression")
             args = []
@@ -107,9 +108,16 @@ class Composite(ScalarOp):
                 elif kind == "const":
                     args.append(f"(({c_type(self.constants[i].dtype)}){c_literal(self.constants[i])})")
                 else:
-                    args.append(texts[i])
-            texts.append(f"(({c_type(dtype)}){op.c_expr.format(*args)})")
-        return texts[-1]
+                    args.append(temps[i])
+            name = f"t{j}"
+            lines.append(f"const {c_type(dtype)} {name} = ({c_type(dtype)})({op.c_expr.format(*args)});")
+            temps.append(name)
+        return lines, temps[-1]
+
+    def c_code(self, input_names, input_dtypes):
+        """The whole chain as a single C expression (the statements' form is what kernels use)."""
+        lines, final = self.c_statements(input_names, input_dtypes)
+        return "[&]() { " + " ".join(lines) + f" return {final}; }}()"
 
 
 def c_literal(array):
