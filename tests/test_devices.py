@@ -321,3 +321,9 @@ def test_borrowed_host_output_reuses_its_buffer_on_a_gpu_device(sim):
     assert second is first and np.all(first == 1)
     g = theano.function([], T.exp(x))
     assert g() is not g()  # without borrow every call gets its own array
+
+
+def test_scalar_result_left_on_the_device(sim):
+    x = theano.shared(np.ones(3, "float32"))
+    r = theano.function([], theano.gpu_from_host(x.sum()))()
+    assert isinstance(r, device_array_type(sim)) and float(devices.to_host(r)) == 3

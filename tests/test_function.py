@@ -252,3 +252,17 @@ def test_undeclared_broadcast_cannot_silently_reshape_a_parameter():
     with pytest.raises(ValueError, match="broadcastable"):
         step(np.ones((3, 4), "float32"))
     assert bias.get_value().shape == (1, 4)
+
+
+def test_borrowed_output_may_alias_a_shared_value():
+    m = theano.shared(np.arange(6, dtype="float32").reshape(2, 3), name="m")
+    f = theano.function([], theano.Out(m.T, borrow=True))
+    assert np.shares_memory(f(), m.get_value(borrow=True))  # no copy: the user asked for it
+    g = theano.function([], m.T)
+    assert not np.shares_memory(g(), m.get_value(borrow=True))
+
+
+def test_constant_plus_dot_becomes_a_gemm_that_runs():
+    A = theano.shared(np.ones((3, 3), "float32"))
+    f = theano.function([], T.dot(A, A) + 1)
+    np.testing.assert_array_equal(f(), np.full((3, 3), 4, "float32"))

@@ -90,10 +90,10 @@ class Function:
         # outputs: (cell, must_copy, clear_after)
         self.output_plan, claimed = [], set()
         for var, out in zip(out_vars, outs):
-            alias = id(var) in persistent or id(var) in claimed
+            # borrow=True: the caller accepts an alias of an input, a shared value or a reused buffer
+            alias = not out.borrow and (id(var) in persistent or id(var) in claimed)
             claimed.add(id(var))
-            keep = out.borrow and not alias
-            self.output_plan.append((storage[var], alias, not keep and not isinstance(var, Constant)
+            self.output_plan.append((storage[var], alias, not out.borrow and not isinstance(var, Constant)
                                      and id(var) not in persistent))
         # updates: (shared cell, value cell, must_copy)
         self._update_types = [target.type for target, _ in updates]
@@ -103,7 +103,8 @@ class Function:
             claimed.add(id(var))
             self.update_plan.append((target.container.storage, storage[var], alias,
                                      not isinstance(var, Constant) and id(var) not in persistent))
-        self._output_is_scalar = [getattr(v.type, "ndim", 1) == 0 for v in out_vars]
+        # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay as they are
+        self._output_is_scalar = [type(v.type) is TensorType and v.type.ndim == 0 for v in out_vars]
         # buffers to free after the call (allow_gc) -- everything computed, except borrowed outputs
         keep_ids = borrowed
         self.gc_cells = [storage[v] for node in nodes for v in node.outputs if id(v) not in keep_ids]

@@ -98,11 +98,11 @@ class Gemm(Op):
 
         cells = [storage_map[v] for v in node.inputs]
         out = storage_map[node.outputs[0]]
-        consts = [float(v.data) if isinstance(v, Constant) else None for v in node.inputs]
+        alpha_var, beta_var = node.inputs[1], node.inputs[4]
         inplace, dot = self.inplace, np.dot
-        if consts[1] is None or consts[4] is None:
+        if not (isinstance(alpha_var, Constant) and isinstance(beta_var, Constant)):
             return super().make_thunk(node, storage_map)
-        alpha, beta = consts[1], consts[4]
+        alpha, beta = float(alpha_var.data), float(beta_var.data)
         z_cell, x_cell, y_cell = cells[0], cells[2], cells[3]
 
         def thunk():
