@@ -327,3 +327,18 @@ def test_scalar_result_left_on_the_device(sim):
     x = theano.shared(np.ones(3, "float32"))
     r = theano.function([], theano.gpu_from_host(x.sum()))()
     assert isinstance(r, device_array_type(sim)) and float(devices.to_host(r)) == 3
+
+
+def test_borrowed_device_buffer_reused_with_a_broadcast_input(sim):
+    x = theano.shared(np.arange(5, dtype="float32"))
+    c = theano.shared(np.float32(2))
+    f = theano.function([], theano.Out(theano.gpu_from_host(x * c), borrow=True))
+    first = f()
+    assert f() is first
+    np.testing.assert_array_equal(devices.to_host(first), np.arange(5) * 2)
+
+
+def test_gpu_ops_print_without_their_backend(sim):
+    m = T.fmatrix("m")
+    f = theano.function([m], T.dot(m, m))
+    assert "GpuDot(" in str(f.toposort()) and sim.name not in str(f.toposort())

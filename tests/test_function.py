@@ -266,3 +266,12 @@ def test_constant_plus_dot_becomes_a_gemm_that_runs():
     A = theano.shared(np.ones((3, 3), "float32"))
     f = theano.function([], T.dot(A, A) + 1)
     np.testing.assert_array_equal(f(), np.full((3, 3), 4, "float32"))
+
+
+def test_borrowed_buffer_is_reused_when_an_input_broadcasts():
+    x = theano.shared(np.arange(5, dtype="float32"))
+    c = theano.shared(np.float32(2))
+    f = theano.function([], theano.Out(x * c, borrow=True))
+    first = f()
+    assert f() is first
+    np.testing.assert_array_equal(first, np.arange(5) * 2)

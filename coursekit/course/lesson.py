@@ -93,7 +93,9 @@ def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True
         if sync:
             synchronize()
         samples.append((time.perf_counter() - start) / number)
-    return Timing(min(samples), statistics.median(samples), number * repeat, device or device_label())
+    # label with the device that ran it: a compiled function knows; anything else gets the current setting
+    label = device or getattr(fn, "device", None) or device_label()
+    return Timing(min(samples), statistics.median(samples), number * repeat, label)
 
 
 class Table:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
-from ..tensor.elemwise import DimShuffle, _broadcast_checker
+from ..tensor.elemwise import DimShuffle, _broadcast_checker, fits_buffer
 from ..tensor.reduction import _REDUCERS
-from ..tensor.subtensor import _decode, _output_bcast
+from ..tensor.subtensor import _decode, _describe, _output_bcast
 from .types import GpuArrayType
 
 
@@ -25,6 +25,11 @@ class GpuOp(Op):
     """Shared plumbing: ``backend`` is an attribute, its name a prop."""
 
     device = "gpu"
+
+    def __str__(self):
+        """The class name and the props that matter, never the backend (so graphs print alike on sim and cuda)."""
+        props = [str(getattr(self, p)) for p in self.__props__ if p != "backend_name"]
+        return type(self).__name__ + (f"{{{', '.join(props)}}}" if props else "")
 
     def _init_backend(self, backend):
         self.backend, self.backend_name = backend, backend.name
@@ -68,7 +73,8 @@ class GpuElemwise(GpuOp):
         def thunk():
             args = [arg(c[0]) for c in cells]
             out = out_cell[0]
-            if type(out) is array_type and all(a.shape == out.shape for a, d in zip(args, on_device) if d):
+            if type(out) is array_type and fits_buffer(out.shape, [a for a, d in zip(args, on_device) if d],
+                                                       lambda values, shape: check(args, shape)):
                 kernel(*args, out=unwrap(out))
             else:
                 result = out_cell[0] = wrap(kernel(*args))
@@ -209,6 +215,9 @@ class GpuSubtensor(GpuOp):
     def __init__(self, idx_list, backend):
         self.idx_list = idx_list
         self._init_backend(backend)
+
+    def __str__(self):
+        return "GpuSubtensor{" + ", ".join(_describe(e) for e in self.idx_list) + "}"
 
     def make_node(self, x, *index_vars):
         bcast = _output_bcast(self.idx_list, x.type.broadcastable)

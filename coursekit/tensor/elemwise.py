@@ -57,6 +57,7 @@ class Elemwise(Op):
         ins = [storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
         check = _broadcast_checker(node)
+        fits = fits_buffer
         if len(ins) == 1:
             (a,) = ins
 
@@ -74,7 +75,8 @@ class Elemwise(Op):
             def thunk():
                 x, y = a[0], b[0]
                 out = cell[0]
-                if type(out) is ndarray and getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ()):
+                if type(out) is ndarray and (getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ())
+                                             or fits(out.shape, (x, y), check)):
                     cell[0] = impl(x, y, out=out)
                 else:
                     r = impl(x, y)
@@ -85,14 +87,9 @@ class Elemwise(Op):
             def thunk():
                 values = [c[0] for c in ins]
                 out = cell[0]
-                if type(out) is ndarray:
-                    shape = out.shape
-                    for v in values:
-                        if getattr(v, "shape", ()) != shape:
-                            break
-                    else:
-                        cell[0] = impl(*values, out=out)
-                        return
+                if type(out) is ndarray and fits(out.shape, values, check):
+                    cell[0] = impl(*values, out=out)
+                    return
                 r = impl(*values)
                 if type(r) is not ndarray:
                     r = asarray(r)
@@ -108,6 +105,27 @@ class Elemwise(Op):
         (gz,) = output_grads
         grads = self.scalar_op.grad(inputs, outputs[0], gz)
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
+
+
+def fits_buffer(out_shape, values, check):
+    """Can the result of broadcasting ``values`` be written into a buffer of ``out_shape``?
+
+    Yes when every input has the buffer's rank, each of its lengths is 1 or the
+    buffer's, and every buffer length is reached by some input (otherwise NumPy
+    would broadcast the inputs *up to* the buffer: a wrong, larger result).
+    Shapes that broadcast are checked against the declared pattern first.
+    """
+    shapes = [getattr(v, "shape", ()) for v in values]
+    if all(s == out_shape for s in shapes):
+        return True
+    if any(len(s) != len(out_shape) for s in shapes):
+        return False
+    for axis, size in enumerate(out_shape):
+        lengths = [s[axis] for s in shapes]
+        if size not in lengths and size != 1 or any(n != size and n != 1 for n in lengths):
+            return False
+    check(values, out_shape)
+    return True
 
 
 def _broadcast_checker(node):
