@@ -72,8 +72,8 @@ class Composite(ScalarOp):
             ns[f"f{j}"] = op.impl
             names = []
             for r in refs:
-                if r[0] == "const":
-                    ns[f"k{r[1]}"] = self.constants[r[1]]
+                if r[0] == "const":  # 0-d: NumPy is faster with it, and another operand sets the shape
+                    ns[f"k{r[1]}"] = self.constants[r[1]].reshape(())
                 names.append({"in": "i", "const": "k", "tmp": "t"}[r[0]] + str(r[1]))
             call = f"f{j}({', '.join(names)}"
             # a temporary we own, read here for the last time, with this step's dtype, can take the result

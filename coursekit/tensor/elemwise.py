@@ -54,7 +54,7 @@ class Elemwise(Op):
         # Specialised closures: this is the hot path of every compiled function.
         impl = self.scalar_op.impl
         ndarray, asarray = np.ndarray, np.asarray
-        ins = [storage_map[v] for v in node.inputs]
+        ins = [_squeezed_constant_cell(v, node) or storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
         check = _broadcast_checker(node)
         fits = fits_buffer
@@ -107,6 +107,23 @@ class Elemwise(Op):
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
 
 
+def _squeezed_constant_cell(var, node):
+    """A private cell holding a one-element constant as a 0-d array, or None.
+
+    Constants are padded to the op's rank as (1, ..., 1) arrays; NumPy runs
+    about twice as fast when such an operand is 0-d, and the result's shape is
+    the same as long as another input has the full rank (Elemwise pads every
+    non-constant input to it).
+    """
+    from ..graph import Constant
+
+    if not isinstance(var, Constant) or var.data.size != 1 or var.data.ndim == 0:
+        return None
+    if all(isinstance(v, Constant) for v in node.inputs):
+        return None
+    return [var.data.reshape(())]
+
+
 def fits_buffer(out_shape, values, check):
     """Can the result of broadcasting ``values`` be written into a buffer of ``out_shape``?
 
@@ -137,11 +154,14 @@ def _broadcast_checker(node):
     dimshuffle).  Otherwise the gradient of the smaller input would come back
     with the larger shape, and an update would silently reshape a parameter.
     """
-    patterns = [v.type.broadcastable for v in node.inputs]
+    # only inputs with a dimension that may not broadcast need looking at
+    watched = [(k, v.type.broadcastable) for k, v in enumerate(node.inputs) if not all(v.type.broadcastable)]
 
     def check(values, out_shape):
-        for k, (value, bcast) in enumerate(zip(values, patterns)):
-            shape = np.shape(value)
+        for k, bcast in watched:
+            shape = np.shape(values[k])
+            if shape == out_shape:
+                continue
             for axis, (size, out_size, may_broadcast) in enumerate(zip(shape, out_shape, bcast)):
                 if size == 1 and out_size != 1 and not may_broadcast:
                     raise ValueError(

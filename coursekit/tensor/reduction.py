@@ -13,6 +13,9 @@ from ..graph import Apply, Op
 from .type import TensorType
 
 _REDUCERS = {"add": np.sum, "maximum": np.max, "minimum": np.min, "mul": np.prod}
+# the ufuncs' own reduce skips np.sum's Python wrapper (2-3x faster on small arrays), same results
+_UFUNC_REDUCE = {"add": np.add.reduce, "maximum": np.maximum.reduce, "minimum": np.minimum.reduce,
+                 "mul": np.multiply.reduce}
 
 
 def normalize_axis(axis, ndim, what="reduction"):
@@ -67,7 +70,7 @@ class CAReduce(Op):
     def make_thunk(self, node, storage_map):
         if self.scalar_name != "add":
             return super().make_thunk(node, storage_map)
-        reducer, axis, asarray = self.reducer, self.axis, np.asarray
+        reducer, axis, asarray = _UFUNC_REDUCE[self.scalar_name], self.axis, np.asarray
         src, cell = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
 
         def thunk():

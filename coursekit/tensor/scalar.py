@@ -19,7 +19,12 @@ _DTYPE_CACHE: dict = {}
 
 
 class ScalarOp:
-    """One elementwise function; equal by name (and props, for subclasses)."""
+    """One elementwise function; equal by name (and props, for subclasses).
+
+    An ``impl`` that takes ``out=`` must work when ``out`` is one of its own
+    inputs (fused code reuses dead buffers): read every input before the first
+    write into ``out``.
+    """
 
     def __init__(self, name, nin, impl, grad=None, c_expr=None, uses_output=False):
         self.name, self.nin, self.impl = name, nin, impl
@@ -117,7 +122,17 @@ def sigmoid_impl(x, out=None):
 
 
 def softplus_impl(x, out=None):
-    return np.logaddexp(0, x, out=out)
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): never overflows, and in NumPy about
+    twice as fast as logaddexp(0, x) (five SIMD ufuncs beat one slow special function)."""
+    positive_part = np.maximum(x, 0)  # read x before writing: ``out`` may be x itself (fused code reuses buffers)
+    t = np.abs(x, out=out)
+    if type(t) is not np.ndarray:  # a 0-d input gives a NumPy scalar
+        return positive_part + np.log1p(np.exp(-t))
+    np.negative(t, out=t)
+    np.exp(t, out=t)
+    np.log1p(t, out=t)
+    t += positive_part
+    return t
 
 
 def relu_impl(x, out=None):
