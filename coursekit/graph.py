@@ -76,6 +76,10 @@ class Type:
     def make_variable(self, name=None):
         return Variable(self, name=name)
 
+    def __call__(self, name=None):
+        """A new variable of this type (Theano's ``x.type()`` idiom)."""
+        return self.make_variable(name)
+
 
 class Variable:
     """A node of the graph standing for a value (known later, or constant)."""

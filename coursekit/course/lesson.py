@@ -51,7 +51,9 @@ class Timing:
         return "simulated" in self.device.lower() or "emulat" in self.device.lower()
 
     def __str__(self):
-        note = " (simulated GPU: CPU time)" if self.simulated else ""
+        lowered = self.device.lower()
+        note = (" (emulator: CPU time, not a GPU timing)" if "emulat" in lowered else
+                " (simulated GPU: CPU time)" if "simulated" in lowered else "")
         return f"{format_seconds(self.best)} per call{note}"
 
     __repr__ = __str__
@@ -94,7 +96,9 @@ def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True
             synchronize()
         samples.append((time.perf_counter() - start) / number)
     # label with the device that ran it: a compiled function knows; anything else gets the current setting
-    label = device or getattr(fn, "device", None) or device_label()
+    backend = getattr(fn, "backend", None)  # a coursekit.cuda kernel says where it runs
+    kernel_label = f"CUDA kernel on the {backend}" if isinstance(backend, str) else None
+    label = device or getattr(fn, "device", None) or kernel_label or device_label()
     return Timing(min(samples), statistics.median(samples), number * repeat, label)
 
 

@@ -155,10 +155,10 @@ class EmulatorKernel:
                         f"is `{p.decl()}`, a value, not a pointer.")
                 host = a.array
                 A.check_array(sig, i, p, host)
+                dev = _padded_buffer(host.shape, host.dtype)
                 if a.copy_in:
-                    dev = np.array(host, copy=True, order="C")     # also makes strided input contiguous
+                    dev[...] = host                                 # also makes strided input contiguous
                 else:
-                    dev = np.empty(host.shape, host.dtype)
                     dev.reshape(-1).view(np.uint8).fill(0xFF)       # fresh device memory is garbage
                 if a.copy_out:
                     copy_back.append((host, dev))
@@ -173,6 +173,7 @@ class EmulatorKernel:
         return b"".join(parts) or b"\0" * 8, arrays, copy_back
 
     # -- running -----------------------------------------------------------------
+
     def _launch(self, slots, grid, block, dyn, reverse):
         lib = self.module.library
         if self._entry is None:
@@ -227,3 +228,21 @@ def compare_orders(kernel, names, forward, reverse):
                 f"'{name}' ({bad.size} of {f1.size} elements differ; first at index {i}: {f1[i]!r} vs {r1[i]!r}). "
                 f"A correct kernel cannot depend on the order in which threads run: a thread read shared "
                 f"data before the thread that writes it reached a barrier.\n[{LABEL}]")
+
+
+_SLACK_BYTES = 64 * 1024
+
+
+def _padded_buffer(shape, dtype):
+    """A C-contiguous array with 64 KiB of slack after it.
+
+    An unchecked kernel that writes a little past the end of an ``In``/``Out``
+    buffer then scribbles on the slack (as it often would, unnoticed, on a
+    GPU) instead of on the allocator's bookkeeping, which would kill the
+    Python process - and with it the student's Jupyter kernel.  Checked mode
+    (``check="memory"``) still reports such a write with its line.
+    """
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    extra = -(-_SLACK_BYTES // dtype.itemsize)
+    return np.empty(count + extra, dtype)[:count].reshape(shape)

@@ -235,8 +235,9 @@ class GpuCustomOp(GpuOp):
     A custom op keeps its NumPy ``perform`` (the reference, used on the CPU
     and by DebugMode) and adds one of:
 
-    * ``gpu_perform(node, inputs, output_storage)`` -- inputs are device
-      arrays (C-contiguous unless the op sets ``accepts_strided = True``);
+    * ``gpu_perform(node, inputs, output_storage)`` -- inputs are C-contiguous
+      device arrays (a transposed or sliced input is copied first: kernels
+      index memory linearly);
       store device arrays in ``output_storage[i][0]`` (allocate them with
       ``coursekit.cuda.empty``), typically after launching a kernel from
       ``coursekit.cuda.SourceModule``;
@@ -264,21 +265,28 @@ class GpuCustomOp(GpuOp):
 
     def make_thunk(self, node, storage_map):
         if hasattr(self.cpu_op, "make_gpu_thunk"):
-            thunk = self.cpu_op.make_gpu_thunk(node, storage_map)
+            from ..config import config
+
+            with config.change(device=self.backend.name):
+                thunk = self.cpu_op.make_gpu_thunk(node, storage_map)
             out_cells = [storage_map[o] for o in node.outputs]
+            device = self.backend.name
 
             def checked():
-                thunk()
+                with config.change(device=device):
+                    thunk()
                 self._check_outputs([c[0] for c in out_cells])
 
             return checked
         return super().make_thunk(node, storage_map)
 
     def perform(self, node, inputs, output_storage):
-        xp = self.backend.xp
-        if not getattr(self.cpu_op, "accepts_strided", False):
-            inputs = [self._contiguous(v, xp) for v in inputs]
-        self.cpu_op.gpu_perform(node, inputs, output_storage)
+        from ..config import config
+
+        inputs = [self._contiguous(v, self.backend.xp) for v in inputs]
+        # the op's kernels and cuda.empty() must use this op's device, whatever config says at call time
+        with config.change(device=self.backend.name):
+            self.cpu_op.gpu_perform(node, inputs, output_storage)
         self._check_outputs([c[0] for c in output_storage])
 
     def _contiguous(self, value, xp):
