@@ -14,7 +14,7 @@ scalar = importlib.import_module("coursekit.tensor.scalar")
 
 def _inputs(name, nin, rng):
     x = rng.standard_normal((5, 3)) * 3
-    if name in ("log", "sqrt", "pow"):
+    if name in ("log", "log1p", "sqrt", "pow"):
         x = np.abs(x) + 0.5
     args = [x] + [np.abs(rng.standard_normal((5, 3))) + 0.5 for _ in range(nin - 1)]
     if name == "switch":
