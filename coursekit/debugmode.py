@@ -108,11 +108,7 @@ class DebugMode(Mode):
 
 
 def _host(value):
-    if isinstance(value, np.ndarray) or np.isscalar(value):
-        return np.asarray(value)
-    if hasattr(value, "get"):
-        return value.get()
-    return np.asarray(value)
+    return value.get() if _on_device(value) else np.asarray(value)
 
 
 def _describe_difference(expected, got):
@@ -165,7 +161,9 @@ def _checked_thunk(mode, node, thunk, storage_map):
 
 
 def _on_device(value):
-    return value is not None and not isinstance(value, np.ndarray) and hasattr(value, "get")
+    from .devices.simarray import is_device_array
+
+    return is_device_array(value)
 
 
 def _finite(value):

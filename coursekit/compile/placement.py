@@ -6,7 +6,7 @@ function that reads and updates them never moves them across the bus.
 """
 from __future__ import annotations
 
-import numpy as np
+from ..devices.simarray import is_device_array
 
 
 def initial_shared_storage(host_value, ttype):
@@ -33,7 +33,7 @@ def store_shared_value(var, value, borrow):
 
 def host_filter(var, value, borrow):
     """Validate ``value`` against ``var``'s type and return a host array."""
-    if not isinstance(value, np.ndarray) and hasattr(value, "get") and not isinstance(value, (list, tuple, dict)):
+    if is_device_array(value):
         value = value.get()  # a device array given to a host variable: copy it over
         borrow = True
     data = var.type.filter(value, strict=False, allow_downcast=None,

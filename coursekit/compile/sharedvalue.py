@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices.simarray import is_device_array
 from ..graph import Variable
 from ..tensor.type import TensorType
 from ..tensor.var import _TensorMethods
@@ -82,7 +83,7 @@ def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, br
 
     if isinstance(value, Variable):
         raise TypeError("shared() takes a value (an array or a number), not a symbolic variable")
-    if not isinstance(value, np.ndarray) and hasattr(value, "get") and hasattr(value, "dtype"):
+    if is_device_array(value):
         host = value.get()  # a device array: start from a host copy, placement decides where it lives
     else:
         host = np.array(value, copy=not borrow) if not (borrow and isinstance(value, np.ndarray)) else value

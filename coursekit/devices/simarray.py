@@ -109,3 +109,8 @@ class SimArray:
 
 def is_sim_array(value) -> bool:
     return isinstance(value, SimArray)
+
+
+def is_device_array(value) -> bool:
+    """True for device memory: a simulated-GPU array or a CuPy array (checked without importing CuPy)."""
+    return isinstance(value, SimArray) or type(value).__module__.startswith("cupy")

@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import Apply, Op
 from ..tensor.type import TensorType
 from ..tensor.var import as_tensor_variable
+from .simarray import is_device_array
 from .types import GpuArrayType
 
 
@@ -20,8 +21,9 @@ class _Deferred:
 
     name, label, simulated = "device", "the function's GPU device", None
 
-    def is_device_array(self, value):
-        return not hasattr(value, "__array_priority__") or hasattr(value, "get")
+    @staticmethod
+    def is_device_array(value):
+        return is_device_array(value)
 
 
 DEFERRED = _Deferred()

@@ -147,5 +147,6 @@ def _ndim_hint(got, expected):
 
 
 def _is_device_array(value):
-    module = type(value).__module__
-    return module.startswith("cupy") or type(value).__name__ == "SimArray"
+    from ..devices.simarray import is_device_array
+
+    return is_device_array(value)

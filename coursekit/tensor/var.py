@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ..graph import Constant, Variable
-from .type import TensorType
+from .type import TensorType, _is_device_array
 
 
 class _TensorMethods:
@@ -171,7 +171,7 @@ def as_tensor_variable(value, name=None, ndim=None):
         result = value
     elif isinstance(value, (list, tuple)) and any(isinstance(v, Variable) for v in value):
         result = _M().stack(value)
-    elif type(value).__module__.startswith("cupy") or type(value).__name__ == "SimArray":
+    elif _is_device_array(value):
         raise TypeError(
             "a device array cannot be used directly in a graph; put it in a shared variable "
             "(coursekit.shared(...)) or pass it as a function input")
