@@ -53,7 +53,7 @@ class SharedVariable(Variable):
 
     def set_value(self, value, borrow=False):
         """Replace the value.  ``borrow=True`` lets coursekit keep your array without copying."""
-        from .placement import store_shared_value
+        from .shared_storage import store_shared_value
 
         store_shared_value(self, value, borrow)
 
@@ -79,7 +79,7 @@ def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, br
     float32 yourself for a GPU).  No dimension is broadcastable by default,
     because the value may later be replaced by one of another shape.
     """
-    from .placement import initial_shared_storage
+    from .shared_storage import initial_shared_storage
 
     if isinstance(value, Variable):
         raise TypeError("shared() takes a value (an array or a number), not a symbolic variable")

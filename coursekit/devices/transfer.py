@@ -29,24 +29,28 @@ class _Deferred:
 DEFERRED = _Deferred()
 
 
-class GpuFromHost(Op):
-    """Copy a host array into device memory."""
+class _Transfer(Op):
+    """What both transfer ops share: a backend, and the flags placement and the profiler read."""
 
     __props__ = ("backend_name",)
     device = "gpu"
     is_transfer = True
-    fold_constants = False
+    fold_constants = False  # a transfer is work to be seen in the profile, never folded away
 
     def __init__(self, backend=DEFERRED):
         self.backend, self.backend_name = backend, backend.name
 
     def __str__(self):
-        return "GpuFromHost"
+        return type(self).__name__
+
+
+class GpuFromHost(_Transfer):
+    """Copy a host array into device memory."""
 
     def make_node(self, x):
         x = as_tensor_variable(x)
         if isinstance(x.type, GpuArrayType):
-            raise TypeError(f"gpu_from_host: {x} is already on the device ({x.type})")
+            raise TypeError(f"gpu_from_host: {x} is already on the device ({x.type}); use it as it is")
         return Apply(self, [x], [GpuArrayType(x.type.dtype, x.type.broadcastable, self.backend).make_variable()])
 
     def perform(self, node, inputs, output_storage):
@@ -70,24 +74,13 @@ class GpuFromHost(Op):
         return [HostFromGpu(self.backend)(output_grads[0])]
 
 
-class HostFromGpu(Op):
+class HostFromGpu(_Transfer):
     """Copy a device array back into host memory."""
-
-    __props__ = ("backend_name",)
-    device = "gpu"
-    is_transfer = True
-    fold_constants = False
-
-    def __init__(self, backend=DEFERRED):
-        self.backend, self.backend_name = backend, backend.name
-
-    def __str__(self):
-        return "HostFromGpu"
 
     def make_node(self, x):
         x = as_tensor_variable(x)
         if not isinstance(x.type, GpuArrayType):
-            raise TypeError(f"host_from_gpu: {x} is not on the device ({x.type})")
+            raise TypeError(f"host_from_gpu: {x} is a host value ({x.type}), not a device one; use it as it is")
         return Apply(self, [x], [TensorType(x.type.dtype, x.type.broadcastable).make_variable()])
 
     def perform(self, node, inputs, output_storage):
