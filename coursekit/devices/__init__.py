@@ -14,7 +14,6 @@ CuPy is imported only when a real GPU is asked for, never by ``import coursekit`
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 

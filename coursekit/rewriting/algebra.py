@@ -10,7 +10,8 @@ from ..tensor import math as M
 from ..tensor.elemwise import DimShuffle
 from ..tensor.var import TensorConstant
 from . import local_rewrite
-from .patterns import elemwise_name, is_constant, producer, same_layout, scalar_constant, with_dtype
+from .patterns import (elemwise_name, is_constant, one_plus_exp, producer, same_layout, scalar_constant,
+                       with_dtype)
 
 
 def _keep(node, var):
@@ -103,12 +104,7 @@ def recognise_sigmoid(fgraph, node):
     """1 / (1 + exp(t))  ->  sigmoid(-t)   (the tutorial's hand-written logistic)"""
     if elemwise_name(node) != "true_div" or not is_constant(node.inputs[0], 1):
         return None
-    denom = producer(node.inputs[1], "add")
-    if denom is None:
-        return None
-    a, b = denom.inputs
-    exp_side = a if is_constant(b, 1) else b if is_constant(a, 1) else None
-    exp_node = producer(exp_side, "exp") if exp_side is not None else None
+    exp_node = one_plus_exp(node.inputs[1])
     if exp_node is None:
         return None
     return _keep(node, M.sigmoid(M.neg(exp_node.inputs[0])))

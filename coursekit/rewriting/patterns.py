@@ -32,6 +32,16 @@ def scalar_constant(var):
     return None
 
 
+def one_plus_exp(var):
+    """The ``exp`` node of ``1 + exp(t)`` (either order), else None."""
+    add = producer(var, "add")
+    if add is None:
+        return None
+    a, b = add.inputs
+    other = a if is_constant(b, 1) else b if is_constant(a, 1) else None
+    return producer(other, "exp") if other is not None else None
+
+
 def is_constant(var, value):
     c = scalar_constant(var)
     return c is not None and c == value

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..tensor import math as M
 from . import local_rewrite
-from .patterns import elemwise_name, is_constant, producer, same_layout
+from .patterns import elemwise_name, is_constant, one_plus_exp, producer, same_layout
 
 
 @local_rewrite("stabilize", "stabilize")
@@ -55,12 +55,7 @@ def log_one_plus_exp(fgraph, node):
     if name == "log1p":
         inner = producer(node.inputs[0], "exp")
     elif name == "log":
-        add = producer(node.inputs[0], "add")
-        if add is None:
-            return None
-        a, b = add.inputs
-        other = a if is_constant(b, 1) else b if is_constant(a, 1) else None
-        inner = producer(other, "exp") if other is not None else None
+        inner = one_plus_exp(node.inputs[0])
     else:
         return None
     if inner is None:
