@@ -11,36 +11,7 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit.printing import debugprint, function_html, pp, pydotprint
-
-
-class FakeTransfer(theano.Op):
-    """Stands in for GpuFromHost/HostFromGpu (which arrive with the GPU devices)."""
-
-    is_transfer = True
-    device = "gpu"
-    __props__ = ("direction",)
-
-    def __init__(self, direction):
-        self.direction = direction
-
-    def __str__(self):
-        return self.direction
-
-    def make_node(self, x):
-        return theano.Apply(self, [x], [x.type.make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = inputs[0].copy()
-
-
-class FakeGpuExp(theano.Op):
-    device = "gpu"
-
-    def make_node(self, x):
-        return theano.Apply(self, [x], [x.type.make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.exp(inputs[0])
+from fake_gpu_ops import FakeGpuExp, FakeTransfer
 
 
 def gpu_like_function():

@@ -17,34 +17,7 @@ import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
 from coursekit import profiling  # noqa: E402
 from coursekit.profiling import ProfileStats  # noqa: E402
-
-
-
-class FakeTransfer(theano.Op):
-    """Stands in for GpuFromHost/HostFromGpu: declared a transfer, nothing else about it is special."""
-
-    is_transfer = True
-    device = "gpu"
-    __props__ = ("direction",)
-
-    def __init__(self, direction):
-        self.direction = direction
-
-    def make_node(self, x):
-        return theano.Apply(self, [x], [x.type.make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = inputs[0].copy()
-
-
-class FakeGpuExp(theano.Op):
-    device = "gpu"
-
-    def make_node(self, x):
-        return theano.Apply(self, [x], [x.type.make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.exp(inputs[0])
+from fake_gpu_ops import FakeGpuExp, FakeTransfer  # noqa: E402
 
 
 def small_function(profile=True):
