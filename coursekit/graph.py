@@ -297,20 +297,6 @@ def graph_inputs(outputs, blockers=()):
     return leaves
 
 
-def ancestors(outputs):
-    """Every variable reachable from outputs (including them)."""
-    seen, result, stack = set(), [], list(outputs)
-    while stack:
-        v = stack.pop()
-        if id(v) in seen:
-            continue
-        seen.add(id(v))
-        result.append(v)
-        if v.owner is not None:
-            stack.extend(v.owner.inputs)
-    return result
-
-
 def clone_replace(outputs, replace=None):
     """Copy the graph above ``outputs``; variables in ``replace`` are swapped.
 

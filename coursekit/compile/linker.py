@@ -46,9 +46,7 @@ class Function:
         self.allow_gc = config.allow_gc
         self.trust_input = trust_input
         self.device = getattr(fgraph, "device_label", "CPU (NumPy)")
-        self.on_gpu = any(getattr(n.op, "device", "cpu") == "gpu" for n in fgraph.toposort())
         self._allow_downcast = allow_input_downcast
-        self._n_updates = len(updates)
         want_profile = config.profile if profile is None else profile
         self.profile = None
         if want_profile:

@@ -107,10 +107,6 @@ class SimArray:
         return int(self._buf.reshape(()))
 
 
-def is_sim_array(value) -> bool:
-    return isinstance(value, SimArray)
-
-
 def is_device_array(value) -> bool:
     """True for device memory: a simulated-GPU array or a CuPy array (checked without importing CuPy)."""
     return isinstance(value, SimArray) or type(value).__module__.startswith("cupy")

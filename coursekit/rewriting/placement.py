@@ -29,7 +29,6 @@ from ..tensor.elemwise import DimShuffle, Elemwise
 from ..tensor.reduction import CAReduce
 from ..tensor.shape import Reshape
 from ..tensor.subtensor import Subtensor
-from ..tensor.var import TensorConstant
 from . import global_rewrite, local_rewrite
 
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
@@ -190,7 +189,3 @@ def cut_transfer_pairs(fgraph, node):
                 return None
             return [x]
     return None
-
-
-def is_device_constant(var):
-    return isinstance(var, TensorConstant) and isinstance(var.type, GpuArrayType)

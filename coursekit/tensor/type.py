@@ -134,9 +134,6 @@ class TensorType(Type):
             f"declare the input with dtype {arr.dtype}, or pass allow_input_downcast=True to function()."
         )
 
-    def value_zeros(self, shape):
-        return np.zeros(shape, dtype=self.numpy_dtype)
-
 
 def _ndim_hint(got, expected):
     if got == 0 and expected > 0:
