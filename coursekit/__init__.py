@@ -28,6 +28,18 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
                  disconnected_inputs=disconnected_inputs, known_grads=known_grads)
 
 
+def dot(x, y):
+    """``theano.dot``: the same as ``coursekit.tensor.dot``."""
+    return tensor.dot(x, y)
+
+
+def pp(obj):
+    """``theano.pp``: one-line infix text of a graph (see :func:`coursekit.printing.pp`)."""
+    from .printing import pp as _pp
+
+    return _pp(obj)
+
+
 def gpu_from_host(x):
     """Make the graph end on the device: the function returns a device array (see lesson 3)."""
     from .devices.transfer import gpu_from_host as _gpu_from_host

@@ -56,6 +56,10 @@ def _device(name, value):
     return value
 
 
+def _text(name, value):
+    return str(value)
+
+
 _MODES = ("FAST_RUN", "FAST_COMPILE", "DebugMode")
 _MODE_ALIASES = {"DEBUG_MODE": "DebugMode", "debug": "DebugMode"}
 
@@ -74,7 +78,43 @@ _SPEC = {
     "profile": (False, _boolean, "profile every compiled function and print a summary at exit"),
     "warn_float64": ("warn", _choice("warn", "raise", "ignore"), "what to do with float64 on a GPU device"),
     "on_opt_error": ("raise", _choice("raise", "warn", "ignore"), "what a failing graph rewrite does"),
+    # Theano's debugging flags, with Theano's meaning
+    "compute_test_value": ("off", _choice("off", "ignore", "warn", "raise", "pdb"),
+                           "compute tag.test_value of every new variable as the graph is built"),
+    "compute_test_value_opt": ("off", _choice("off", "ignore", "warn", "raise", "pdb"),
+                               "accepted; rewrites here never need test values"),
+    "print_test_value": (False, _boolean, "repr() of a variable shows its test value"),
+    "exception_verbosity": ("low", _choice("low", "high"), "'high': runtime errors include a debugprint"),
+    "optimizer_excluding": ("", _text, "rewrite names/tags to skip, separated by ':'"),
+    "optimizer_including": ("", _text, "rewrite tags to add, separated by ':'"),
+    "optimizer_requiring": ("", _text, "accepted (Theano: rewrites that must run)"),
+    "optimizer": ("fast_run", _choice("fast_run", "merge", "fast_compile", "None", "o1", "o2", "o3", "o4"),
+                  "rewrites of the default mode: 'fast_run', or 'fast_compile'/'merge'/'None' for almost none"),
+    "linker": ("cvm", _choice("cvm", "vm", "py", "c", "c|py", "cvm_nogc", "vm_nogc", "c|py_nogc"),
+               "accepted; coursekit has one (Python thunk) linker, '_nogc' names turn allow_gc off"),
+    "cxx": ("", _text, "accepted; coursekit compiles no C++ for its ops"),
+    "on_unused_input": ("raise", _choice("raise", "warn", "ignore"), "default of function(on_unused_input=)"),
+    "cast_policy": ("custom", _choice("custom", "numpy+floatX"), "accepted; dtypes follow NumPy 2 here"),
+    "deterministic": ("default", _choice("default", "more"), "accepted; coursekit's ops are deterministic"),
+    "traceback.limit": (8, int, "accepted (Theano: depth of the stored creation trace)"),
+    "lib.cnmem": (0.0, float, "accepted (Theano: GPU memory pool size); no effect here"),
+    "gpuarray.preallocate": (0.0, float, "accepted (Theano: GPU memory pool size); no effect here"),
+    "dnn.enabled": ("auto", _text, "accepted (Theano: use cuDNN); no effect here"),
+    "nvcc.fastmath": (False, _boolean, "accepted; no effect here"),
+    "gcc.cxxflags": ("", _text, "accepted; coursekit compiles no C++ for its ops"),
+    "blas.ldflags": ("", _text, "accepted; BLAS comes with NumPy here"),
+    "openmp": (False, _boolean, "accepted; no effect here"),
+    "scan.allow_gc": (True, _boolean, "accepted (Theano: free scan's inner buffers)"),
+    "scan.allow_output_prealloc": (True, _boolean, "accepted"),
+    "assert_no_cpu_op": ("ignore", _choice("ignore", "warn", "raise", "pdb"), "accepted; no effect here"),
 }
+# Theano's warn.* flags warned about bugs of old Theano versions; those bugs never existed here.
+for _bug in ("argmax_pushdown_bug", "gpusum_01_011_0111_bug", "sum_sum_bug", "sum_div_dimshuffle_bug",
+             "subtensor_merge_bug", "gpu_set_subtensor1", "vm_gc_bug", "signal_conv2d_interface", "reduce_join",
+             "inc_set_subtensor1", "round", "identify_1pexp_bug", "inc_subtensor1_opt"):
+    _SPEC[f"warn.{_bug}"] = (False, _boolean, "accepted; the old-Theano bug it warns about does not exist here")
+_SPEC["warn.ignore_bug_before"] = ("0.9", _text, "accepted; the old-Theano bugs it concerns do not exist here")
+_MAIN_FLAGS = ("device", "floatX", "mode", "allow_gc", "profile", "warn_float64", "on_opt_error")
 
 
 class Config:
@@ -87,15 +127,17 @@ class Config:
         try:
             return self._values[name]
         except KeyError:
-            raise AttributeError(f"coursekit.config has no flag {name!r}; valid flags: {', '.join(_SPEC)}") from None
+            if any(k.startswith(name + ".") for k in _SPEC):
+                return _Section(self, name)  # config.warn.round, config.lib.cnmem
+            raise AttributeError(_unknown(name)) from None
 
     def __setattr__(self, name, value):
         if name not in _SPEC:
-            raise AttributeError(f"coursekit.config has no flag {name!r}; valid flags: {', '.join(_SPEC)}")
+            raise AttributeError(_unknown(name))
         self._values[name] = _SPEC[name][1](name, value)
 
     def __dir__(self):
-        return list(_SPEC)
+        return sorted({k.split(".")[0] for k in _SPEC})
 
     def __repr__(self):
         return "coursekit.config(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
@@ -116,6 +158,12 @@ class Config:
         """A table of every flag, its value and what it means."""
         return "\n".join(f"{k:14} = {self._values[k]!r:12} {_SPEC[k][2]}" for k in _SPEC)
 
+    def __getitem__(self, name):
+        """``config["warn.round"]``: a dotted flag by its full name."""
+        if name not in _SPEC:
+            raise KeyError(_unknown(name))
+        return self._values[name]
+
     def apply_flags(self, text, source="COURSEKIT_FLAGS"):
         """Apply ``"name=value,name=value"`` (the ``COURSEKIT_FLAGS`` syntax)."""
         for item in filter(None, (part.strip() for part in text.split(","))):
@@ -123,11 +171,35 @@ class Config:
                 raise ValueError(f"{source}: {item!r} is not of the form name=value (e.g. device=cpu,floatX=float32)")
             name, value = (s.strip() for s in item.split("=", 1))
             if name not in _SPEC:
-                raise ValueError(f"{source}: unknown flag {name!r}; valid flags: {', '.join(_SPEC)}")
+                raise ValueError(f"{source}: {_unknown(name)}")
             try:
                 setattr(self, name, value)
             except ValueError as exc:
                 raise ValueError(f"{source}: {exc}") from None
+
+
+class _Section:
+    """``config.warn``: the flags whose names start with ``warn.``, as attributes."""
+
+    def __init__(self, cfg, prefix):
+        object.__setattr__(self, "_cfg", cfg)
+        object.__setattr__(self, "_prefix", prefix)
+
+    def __getattr__(self, name):
+        return getattr(self._cfg, f"{self._prefix}.{name}")
+
+    def __setattr__(self, name, value):
+        setattr(self._cfg, f"{self._prefix}.{name}", value)
+
+
+def _unknown(name):
+    import difflib
+
+    close = difflib.get_close_matches(name, list(_SPEC), n=3)
+    hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
+    return (f"unknown flag {name!r} (coursekit.config has no flag {name!r}).{hint} Main flags: "
+            f"{', '.join(_MAIN_FLAGS)}; Theano's flags are accepted too (see coursekit.config.describe()); "
+            f"valid flags: {', '.join(_SPEC)}")
 
 
 config = Config()

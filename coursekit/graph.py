@@ -22,6 +22,8 @@ import os
 import sys
 from types import SimpleNamespace
 
+from .config import config as _config
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -219,6 +221,10 @@ class Op:
 
     def __call__(self, *inputs, **kwargs):
         node = self.make_node(*inputs, **kwargs)
+        if _config.compute_test_value != "off":  # Theano's debugging aid: see coursekit/test_value.py
+            from .test_value import compute_test_values
+
+            compute_test_values(node)
         return node.outputs[0] if len(node.outputs) == 1 else node.outputs
 
     def make_node(self, *inputs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 import warnings
 
+from ..config import config
 from ..graph import Constant, Variable, clone_replace, format_trace, graph_inputs, user_trace
 from ..tensor.var import as_tensor_variable
 from .fgraph import FunctionGraph
@@ -27,7 +28,7 @@ class UnusedInputError(ValueError):
 
 
 def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile=None, name=None,
-             on_unused_input="raise", allow_input_downcast=None, no_default_updates=False, trust_input=False):
+             on_unused_input=None, allow_input_downcast=None, no_default_updates=False, trust_input=False):
     """Compile a graph into a Python callable.
 
     ``inputs``: the variables (or ``In``) the caller passes, in order.
@@ -39,11 +40,13 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     from .linker import Function
     from .mode import get_mode
 
+    on_unused_input = on_unused_input or config.on_unused_input
     where = user_trace()
     fn_name = name or (f"{where[0].rsplit('/', 1)[-1]}:{where[1]}" if where else "<function>")
     ins = _normalize_inputs(inputs)
     outs, single = _normalize_outputs(outputs)
     upd = _normalize_updates(updates)
+    upd = upd + _default_updates([o.variable for o in outs] + [v for _, v in upd], upd, no_default_updates)
     giv = _normalize_givens(givens)
 
     out_vars = [o.variable for o in outs] + [value for _, value in upd]
@@ -139,6 +142,30 @@ def _normalize_updates(updates):
                 f"matching dtypes; {_trace_hint(value)}")
         result.append((target, value))
     return result
+
+
+def _default_updates(roots, explicit, no_default_updates):
+    """Updates that shared variables ask for themselves (``var.default_update``), as Theano.
+
+    A random stream's generator state is the example: drawing numbers must
+    advance it, so its shared variable carries the update, and every function
+    using the stream applies it unless ``no_default_updates`` is True (or lists
+    that variable).  Updates given explicitly win.
+    """
+    if no_default_updates is True:
+        return []
+    skip = {id(v) for v in (no_default_updates or [])} | {id(t) for t, _ in explicit}
+    found, frontier = [], list(roots)
+    while frontier:
+        new = []
+        for leaf in graph_inputs(frontier):
+            update = getattr(leaf, "default_update", None)
+            if isinstance(leaf, SharedVariable) and update is not None and id(leaf) not in skip:
+                skip.add(id(leaf))
+                found.append((leaf, update))
+                new.append(update)
+        frontier = new
+    return found
 
 
 def _normalize_givens(givens):

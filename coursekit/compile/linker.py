@@ -43,7 +43,7 @@ class Function:
         self.maker = FunctionMaker(fgraph, ins, outs, mode)
         self.name = name
         self.single = single
-        self.allow_gc = config.allow_gc
+        self.allow_gc = config.allow_gc and not config.linker.endswith("_nogc")  # Theano's vm_nogc/cvm_nogc
         self.trust_input = trust_input
         self.device = getattr(fgraph, "device_label", "CPU (NumPy)")
         self._allow_downcast = allow_input_downcast
@@ -223,7 +223,8 @@ class Function:
                   f"Toposort index: {index}\n"
                   f"Inputs shapes: {shapes}\nInputs dtypes: {dtypes}\n"
                   f"The node was created by your code at: {format_trace(node.trace)}\n"
-                  "No shared variable was updated by this call.")
+                  "No shared variable was updated by this call."
+                  + _verbose_detail(node))
         try:
             new = type(exc)(detail)
         except Exception:
@@ -252,6 +253,17 @@ class Function:
 
 
 _MISSING = object()
+
+
+def _verbose_detail(node):
+    """Theano's ``exception_verbosity``: 'high' adds the node's graph, 'low' says how to get it."""
+    from ..config import config
+
+    if config.exception_verbosity != "high":
+        return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
+    from ..printing import debugprint
+
+    return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
 
 
 class _LazyText:

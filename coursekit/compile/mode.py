@@ -42,13 +42,28 @@ def get_mode(mode):
     from ..config import config
 
     if isinstance(mode, Mode):
-        return mode
+        return _with_config_tags(mode)
     name = mode or config.mode
     if name in ("DebugMode", "DEBUG_MODE"):
         from ..debugmode import DebugMode
 
         return DebugMode()
+    if mode is None and name == "FAST_RUN" and config.optimizer in ("fast_compile", "merge", "None", "o1"):
+        name = "FAST_COMPILE"  # Theano's optimizer flag chooses the rewrites of the default mode
     try:
-        return MODES[name]
+        return _with_config_tags(MODES[name])
     except KeyError:
         raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(list(MODES) + ['DebugMode'])}") from None
+
+
+def _with_config_tags(mode):
+    """Theano's ``optimizer_excluding``/``optimizer_including`` flags (names or tags, ':'-separated)."""
+    from ..config import config
+
+    exclude = tuple(t for t in config.optimizer_excluding.split(":") if t)
+    include = tuple(t for t in config.optimizer_including.split(":") if t)
+    if exclude:
+        mode = mode.excluding(*exclude)
+    if include:
+        mode = mode.including(*include)
+    return mode

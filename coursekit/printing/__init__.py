@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from .html import function_html
 from .picture import GraphPicture, pydotprint
+from .print_op import Print
 from .text import debugprint, pp
 
-__all__ = ["debugprint", "pp", "pydotprint", "function_html", "GraphPicture"]
+pprint = pp  # Theano's name (theano.printing.pprint)
+
+__all__ = ["debugprint", "pp", "pprint", "Print", "pydotprint", "function_html", "GraphPicture"]

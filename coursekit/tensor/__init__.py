@@ -17,6 +17,13 @@ from .shape import Reshape, Shape  # noqa: F401
 from .subtensor import AdvancedSubtensor1, IncSubtensor, Subtensor  # noqa: F401
 from .type import TensorType
 from .var import TensorConstant, TensorVariable, as_tensor_variable, constant  # noqa: F401
+# Theano's wider surface (issue 12): indexing, construction, orderings, more products
+from .advanced import AdvancedIncSubtensor, AdvancedSubtensor, inc_subtensor, set_subtensor  # noqa: F401,E402
+from .construct import (ARange, Alloc, Eye, SpecifyShape, alloc, arange, eye, fill, identity_like,  # noqa: F401,E402
+                        ones, specify_shape, zeros)
+from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flatten, join,  # noqa: F401,E402
+                        repeat, round, stack, tensordot, tile, xor)
+from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
 
 _RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
           "tensor4": (False,) * 4, "row": (True, False), "col": (False, True)}
@@ -53,12 +60,20 @@ def _plural(rank, dtype):
     make_one = _constructor(rank, dtype)
 
     def make_many(*names):
-        """Several inputs at once: ``T.fvectors('x,y')``, ``T.fvectors('x', 'y')`` or ``T.fvectors(2)``."""
+        """Several inputs at once: ``T.fvectors('x,y')``, ``T.fvectors('x', 'y')``, ``T.fvectors(2)``, or
+        Theano's ``T.fvectors('xyz')`` (one single-letter variable per character; a single name gives
+        one variable, not a list, as in Theano)."""
         if len(names) == 1 and isinstance(names[0], int):
             return [make_one() for _ in range(names[0])]
         if len(names) == 1:
-            names = names[0].split(",")
-        return [make_one(n.strip()) for n in names]
+            text = names[0]
+            if "," in text:
+                names = [n.strip() for n in text.split(",")]
+            elif len(text) == 1:
+                return make_one(text)
+            else:
+                names = list(text)
+        return [make_one(n) for n in names]
 
     return make_many
 

@@ -123,10 +123,15 @@ _DOT = Dot()
 
 
 def dot(x, y):
-    """Matrix/vector product as in ``numpy.dot``."""
+    """Product as in ``numpy.dot`` (ranks above 2 as Theano: over the last axis of x and the
+    second-to-last of y)."""
     x, y = as_tensor_variable(x), as_tensor_variable(y)
     if x.type.ndim == 0 or y.type.ndim == 0:
         return mul(x, y)
+    if x.type.ndim > 2 or y.type.ndim > 2:
+        from .extra_ops import nd_dot  # built from tensordot, which uses this function
+
+        return nd_dot(x, y)
     return _DOT(x, y)
 
 

@@ -188,12 +188,15 @@ def make_subtensor(x, index):
     """Build the node for ``x[index]``."""
     from .var import as_tensor_variable
 
+    from .advanced import advanced_subtensor, is_advanced
+
     if not isinstance(index, tuple):
         index = (index,)
-    if len(index) == 1 and isinstance(index[0], (list, np.ndarray)) or (
-            len(index) == 1 and isinstance(index[0], Variable) and index[0].type.ndim == 1):
+    if len(index) == 1 and _is_int_vector(index[0]):
         return AdvancedSubtensor1()(x, as_tensor_variable(index[0]) if not isinstance(index[0], Variable)
                                     else index[0])
+    if any(is_advanced(i) for i in index):
+        return advanced_subtensor(x, index)
     if any(i is Ellipsis for i in index):
         pos = index.index(Ellipsis)
         fill = x.type.ndim - (len(index) - 1 - sum(i is None for i in index))
@@ -201,3 +204,12 @@ def make_subtensor(x, index):
     symbolic = []
     idx_list = tuple(_encode(e, symbolic) for e in index)
     return Subtensor(idx_list)(x, *symbolic)
+
+
+def _is_int_vector(entry):
+    if isinstance(entry, Variable):
+        return entry.type.ndim == 1 and entry.type.dtype[0] in "iu"
+    if isinstance(entry, (list, np.ndarray)):
+        arr = np.asarray(entry)
+        return arr.ndim == 1 and arr.dtype.kind in "iu"
+    return False

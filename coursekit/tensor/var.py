@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from ..config import config
 from ..graph import Constant, Variable
 from .type import TensorType, _is_device_array
 
@@ -35,10 +36,12 @@ class _TensorMethods:
     def __rpow__(self, other): return _M().pow(other, self)
     def __neg__(self): return _M().neg(self)
     def __abs__(self): return _M().abs(self)
-    def __gt__(self, other): return _M().gt(self, other)
-    def __lt__(self, other): return _M().lt(self, other)
-    def __ge__(self, other): return _M().ge(self, other)
-    def __le__(self, other): return _M().le(self, other)
+    def __gt__(self, other): return _comparison(_M().gt(self, other))
+    def __lt__(self, other): return _comparison(_M().lt(self, other))
+    def __ge__(self, other): return _comparison(_M().ge(self, other))
+    def __le__(self, other): return _comparison(_M().le(self, other))
+    def __xor__(self, other): return _X().xor(self, other)
+    def __rxor__(self, other): return _X().xor(other, self)
     def __and__(self, other): return _M().and_(self, other)
     def __or__(self, other): return _M().or_(self, other)
     def __rand__(self, other): return _M().and_(other, self)
@@ -48,14 +51,25 @@ class _TensorMethods:
     def __matmul__(self, other): return _M().dot(self, other)
     def __rmatmul__(self, other): return _M().dot(other, self)
 
+    def __repr__(self):
+        text = str(self)
+        if config.print_test_value and hasattr(self.tag, "test_value"):  # Theano's print_test_value
+            text += "\n" + repr(self.tag.test_value)
+        return text
+
     # == stays identity (graphs are put in dicts and sets); use T.eq for elementwise equality
     __hash__ = object.__hash__
 
     def __bool__(self):
-        raise TypeError(
-            "a symbolic variable has no truth value yet (it is computed later). "
-            "Use T.switch(cond, a, b) for a choice inside the graph, or compile and call a function."
-        )
+        """As in Theano: a variable is true (``if not W:`` tests that it exists), except the result of a
+        comparison operator, whose truth would be a silent lie (``a < b < c`` is ``(a < b) and (b < c)``)."""
+        if getattr(self.tag, "is_comparison", False):
+            raise TypeError(
+                f"the comparison {self} has no truth value yet (it is computed later), so it cannot be used in "
+                "`if`, `and`, `or` or a chained comparison such as a < b < c. Use T.switch(cond, a, b) or "
+                "ifelse for a choice inside the graph, T.and_/T.or_ to combine conditions, or compile and call "
+                "a function.")
+        return True
 
     def __iter__(self):
         raise TypeError("a symbolic tensor cannot be iterated over; index it (x[i]) or use a reduction instead")
@@ -96,8 +110,8 @@ class _TensorMethods:
             shape = shape[0]
         return _M().reshape(self, shape, ndim=ndim)
 
-    def flatten(self, ndim=1):
-        return _M().flatten(self, ndim)
+    def flatten(self, ndim=None, outdim=None):
+        return _X().flatten(self, ndim, outdim)
 
     def astype(self, dtype): return _M().cast(self, dtype)
     def __getitem__(self, index): return _M().getitem(self, index)
@@ -109,6 +123,22 @@ class _TensorMethods:
     def min(self, axis=None, keepdims=False): return _M().min(self, axis, keepdims=keepdims)
     def prod(self, axis=None, keepdims=False): return _M().prod(self, axis, keepdims=keepdims)
     def dot(self, other): return _M().dot(self, other)
+    def argmax(self, axis=None, keepdims=False): return _S().argmax(self, axis, keepdims)
+    def argmin(self, axis=None, keepdims=False): return _S().argmin(self, axis, keepdims)
+    def argsort(self, axis=-1, kind="quicksort"): return _S().argsort(self, axis, kind)
+    def sort(self, axis=-1, kind="quicksort"): return _S().sort(self, axis, kind)
+    def round(self, mode=None): return _X().round(self, mode)
+    def clip(self, a_min, a_max): return _M().clip(self, a_min, a_max)
+    def repeat(self, repeats, axis=None): return _X().repeat(self, repeats, axis)
+    def var(self, axis=None, keepdims=False): return _M().var(self, axis, keepdims)
+    def std(self, axis=None, keepdims=False): return _M().std(self, axis, keepdims)
+    def copy(self, name=None):
+        out = _M().identity(self)
+        out.name = name
+        return out
+    def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
+    def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
+    def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
     def exp(self): return _M().exp(self)
     def log(self): return _M().log(self)
     def sqrt(self): return _M().sqrt(self)
@@ -118,6 +148,24 @@ def _M():
     from . import math
 
     return math
+
+
+def _S():
+    from . import sorting
+
+    return sorting
+
+
+def _X():
+    from . import extra_ops
+
+    return extra_ops
+
+
+def _comparison(var):
+    """Mark the result of ``<``/``>``/``<=``/``>=`` so that its truth value is refused (see ``__bool__``)."""
+    var.tag.is_comparison = True
+    return var
 
 
 class TensorVariable(_TensorMethods, Variable):

@@ -1,0 +1,167 @@
+"""Positions and orderings: ``argmax``, ``argmin``, ``max_and_argmax``, ``sort``, ``argsort``.
+
+Theano scripts call ``T.argmax(p_y_given_x, axis=1)`` to turn class
+probabilities into predictions.  Index outputs are int64 and have no gradient
+(an index does not move when the values move a little); ``sort`` does have
+one: each input element's gradient is the output gradient at the position it
+was sorted to.
+
+The implementations are written against ``xp`` (NumPy here, CuPy's functions
+of the same names on a GPU).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Apply, Op
+from .type import TensorType
+from .var import as_tensor_variable
+
+
+def _axis(axis, ndim, what):
+    """A normalised int axis, or None for "the flattened array"."""
+    if axis is None:
+        return None
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 1:
+            raise ValueError(f"{what}: give one axis (an int) or None, got {axis!r}; for several axes "
+                             "reshape first (x.reshape(...)) so they become one")
+        axis = axis[0]
+    if not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{what}: axis must be an int or None, got {axis!r}")
+    if not -ndim <= axis < max(ndim, 1):
+        raise ValueError(f"{what}: axis {axis} is out of range for a {ndim}-d tensor")
+    return int(axis) % ndim if ndim else None
+
+
+class ArgReduce(Op):
+    """Index of the largest (``argmax``) or smallest (``argmin``) element along ``axis``."""
+
+    __props__ = ("which", "axis", "keepdims")
+
+    def __init__(self, which, axis, keepdims=False):
+        if which not in ("max", "min"):
+            raise ValueError(f"ArgReduce: which must be 'max' or 'min', got {which!r}")
+        self.which, self.axis, self.keepdims = which, axis, keepdims
+
+    def __str__(self):
+        return f"Arg{self.which}{{axis={self.axis}}}"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if self.axis is None:
+            bcast = (True,) * x.type.ndim if self.keepdims else ()
+        elif self.keepdims:
+            bcast = tuple(True if i == self.axis else b for i, b in enumerate(x.type.broadcastable))
+        else:
+            bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i != self.axis)
+        return Apply(self, [x], [TensorType("int64", bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x = inputs[0]
+        if x.size == 0:
+            raise ValueError(f"{self}: the input is empty (shape {x.shape}); there is no arg{self.which}")
+        fn = np.argmax if self.which == "max" else np.argmin
+        result = fn(x, axis=self.axis, keepdims=self.keepdims)
+        output_storage[0][0] = np.asarray(result, dtype="int64")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]  # an index does not depend smoothly on the values
+
+
+def argmax(x, axis=None, keepdims=False):
+    """Index of the largest element (of the flattened tensor when ``axis`` is None)."""
+    x = as_tensor_variable(x)
+    return ArgReduce("max", _axis(axis, x.type.ndim, "argmax"), keepdims)(x)
+
+
+def argmin(x, axis=None, keepdims=False):
+    """Index of the smallest element (of the flattened tensor when ``axis`` is None)."""
+    x = as_tensor_variable(x)
+    return ArgReduce("min", _axis(axis, x.type.ndim, "argmin"), keepdims)(x)
+
+
+def max_and_argmax(x, axis=None, keepdims=False):
+    """``(max, argmax)`` along ``axis`` (Theano's ``T.max_and_argmax``)."""
+    from .math import max as tmax
+
+    return tmax(x, axis=axis, keepdims=keepdims), argmax(x, axis=axis, keepdims=keepdims)
+
+
+class Sort(Op):
+    """Sorted copy along ``axis`` (``None``: the flattened tensor)."""
+
+    __props__ = ("axis", "kind")
+
+    def __init__(self, axis=-1, kind="quicksort"):
+        self.axis, self.kind = axis, kind
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        bcast = (False,) if self.axis is None else x.type.broadcastable
+        return Apply(self, [x], [TensorType(x.type.dtype, bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.sort(inputs[0], axis=self.axis, kind=self.kind)
+
+    def L_op(self, inputs, outputs, output_grads):
+        (x,), (gz,) = inputs, output_grads
+        return [UnsortGrad(self.axis)(x, gz)]
+
+
+class ArgSort(Op):
+    """Indices that sort the tensor along ``axis`` (int64, no gradient)."""
+
+    __props__ = ("axis", "kind")
+
+    def __init__(self, axis=-1, kind="quicksort"):
+        self.axis, self.kind = axis, kind
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        bcast = (False,) if self.axis is None else x.type.broadcastable
+        return Apply(self, [x], [TensorType("int64", bcast).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.argsort(inputs[0], axis=self.axis, kind=self.kind).astype("int64")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]
+
+
+class UnsortGrad(Op):
+    """The gradient of ``sort``: ``gz`` scattered back to where each element came from."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis):
+        self.axis = axis
+
+    def make_node(self, x, gz):
+        return Apply(self, [x, gz], [x.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, gz = inputs
+        order = np.argsort(x, axis=self.axis, kind="stable")
+        out = np.zeros(x.shape, dtype=x.dtype)
+        if self.axis is None:
+            out.reshape(-1)[order] = gz
+        else:
+            np.put_along_axis(out, order, gz, axis=self.axis)
+        output_storage[0][0] = out
+
+
+def sort(a, axis=-1, kind="quicksort", order=None):
+    """A sorted copy of ``a`` along ``axis`` (as ``numpy.sort``; ``order`` is not supported)."""
+    if order is not None:
+        raise NotImplementedError("sort(order=...) sorts record arrays, which coursekit does not have")
+    a = as_tensor_variable(a)
+    return Sort(_axis(axis, a.type.ndim, "sort"), kind)(a)
+
+
+def argsort(a, axis=-1, kind="quicksort", order=None):
+    """Indices that sort ``a`` along ``axis`` (as ``numpy.argsort``)."""
+    if order is not None:
+        raise NotImplementedError("argsort(order=...) sorts record arrays, which coursekit does not have")
+    a = as_tensor_variable(a)
+    return ArgSort(_axis(axis, a.type.ndim, "argsort"), kind)(a)
