@@ -427,9 +427,10 @@ def test_dot_all_combos(sa, sb, dtypes, mode):
         check(lambda x, y: x.dot(y), np.dot, [a, b], mode, rtol=tol)
 
 
-def test_dot_rejects_rank3():
+def test_dot_op_rejects_rank3_and_T_dot_builds_theanos_nd_dot():
     with pytest.raises(TypeError, match="vectors and matrices"):
-        T.dot(T.tensor3("a"), T.matrix("b"))
+        T.Dot()(T.tensor3("a"), T.matrix("b"))
+    assert T.dot(T.tensor3("a"), T.matrix("b")).ndim == 3  # as Theano: a tensordot (see test_theano_surface)
 
 
 def test_dot_shape_mismatch_names_op_and_shapes(mode):

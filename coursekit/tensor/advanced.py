@@ -49,7 +49,7 @@ def encode_index(x, index):
         if is_advanced(entry):
             var = entry if isinstance(entry, Variable) else as_tensor_variable(np.asarray(entry))
             if var.type.dtype != "bool" and var.type.dtype[0] not in "iu":
-                raise IndexError(f"an index array must hold integers or booleans, got {var} of type {var.type}. "
+                raise TypeError(f"an index array must hold integers or booleans, got {var} of type {var.type}. "
                                  "Cast it: T.cast(idx, 'int64').")
             symbolic.append(var)
             template.append((_ARRAY, var.type.dtype == "bool", var.type.ndim))
