@@ -59,6 +59,6 @@ def __getattr__(name):
     import importlib
 
     if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox", "debugmode",
-                "course"):
+                "course", "random"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'coursekit' has no attribute {name!r}")

@@ -89,3 +89,12 @@ def grad(cost, wrt, **kwargs):
     from ..gradient import grad as _grad
 
     return _grad(cost, wrt, **kwargs)
+
+
+def __getattr__(name):
+    # T.shared_randomstreams loads on first use (it needs the compile package, which needs this one)
+    if name == "shared_randomstreams":
+        import importlib
+
+        return importlib.import_module(".shared_randomstreams", __name__)
+    raise AttributeError(f"module 'coursekit.tensor' has no attribute {name!r}")

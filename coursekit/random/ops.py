@@ -1,0 +1,191 @@
+"""The random ops: each takes a generator *state* and returns (new state, sample).
+
+Random numbers in a pure dataflow graph work like this (as in Theano): the
+state is an input, the op returns the advanced state as a second output,
+and the stream object gives the state's shared variable a ``default_update``
+pointing at that output.  Every compiled function that draws from the stream
+therefore advances it, and a function compiled with
+``no_default_updates=True`` replays the same numbers on every call.
+
+* :class:`MRGUniform` — MRG32k3a uniforms (see :mod:`.mrg`), written against
+  ``xp`` so the same numbers come out of NumPy and CuPy;
+* :class:`NumpyRandom` — a NumPy ``Generator`` (PCG64) distribution call,
+  host only: the generator behind ``RandomStreams``;
+* :class:`SearchCDF` — categorical draws from uniforms and probabilities
+  (``multinomial`` and weighted ``choice`` of ``MRG_RandomStreams``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..gradient import UndefinedGrad
+from ..graph import Apply, Op
+from ..tensor.type import TensorType
+from . import mrg
+
+
+def _size_tuple(size, what):
+    shape = tuple(int(s) for s in np.asarray(size).reshape(-1))
+    if any(s < 0 for s in shape):
+        raise ValueError(f"{what}: negative size in {shape}")
+    return shape
+
+
+class MRGUniform(Op):
+    """(state, size) -> (new state, uniforms of ``dtype`` in (0, 1) with shape ``size``)."""
+
+    __props__ = ("dtype", "ndim")
+    fold_constants = False  # never precompute random numbers at compile time
+
+    def __init__(self, dtype, ndim):
+        self.dtype, self.ndim = dtype, ndim
+
+    def make_node(self, state, size):
+        return Apply(self, [state, size], [state.type.make_variable(),
+                                           TensorType(self.dtype, (False,) * self.ndim).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
+        """The whole op against an array module: NumPy here, CuPy on a GPU (bit-identical results)."""
+        state, size = inputs
+        shape = _size_tuple(size, "MRG_RandomStreams")
+        if len(shape) != self.ndim:
+            raise ValueError(f"MRG_RandomStreams: the size {shape} has {len(shape)} entries but the graph was built "
+                             f"for {self.ndim}")
+        new_state, flat = mrg.uniform_steps(state, int(np.prod(shape, dtype=np.int64)), xp)
+        output_storage[0][0] = new_state
+        output_storage[1][0] = mrg.to_dtype(flat, self.dtype, xp).reshape(shape)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None, None]
+
+
+def pcg_state_vector(seed):
+    """A fresh PCG64 state as 6 uint64 words (what ``RandomStreams`` keeps in a shared variable)."""
+    return _pack(np.random.PCG64(np.random.SeedSequence(int(seed) & (2 ** 63 - 1))).state)
+
+
+def _pack(state):
+    s, inc = state["state"]["state"], state["state"]["inc"]
+    mask = (1 << 64) - 1
+    return np.array([s >> 64, s & mask, inc >> 64, inc & mask, state["has_uint32"], state["uinteger"]],
+                    dtype=np.uint64)
+
+
+def _unpack(words):
+    w = [int(v) for v in words]
+    bit_generator = np.random.PCG64()
+    bit_generator.state = {"bit_generator": "PCG64", "state": {"state": (w[0] << 64) | w[1], "inc": (w[2] << 64) | w[3]},
+                           "has_uint32": w[4], "uinteger": w[5]}
+    return np.random.Generator(bit_generator)
+
+
+def _permutation(gen, size, n):
+    return np.argsort(gen.random(tuple(size) + (int(n),)), axis=-1)
+
+
+# method -> (call(gen, params, size), number of float parameters whose gradient is undefined)
+_METHODS = {
+    "uniform": lambda g, p, size: g.uniform(p[0], p[1], size),
+    "normal": lambda g, p, size: g.normal(p[0], p[1], size),
+    "binomial": lambda g, p, size: g.binomial(p[0], p[1], size),
+    "random_integers": lambda g, p, size: g.integers(p[0], p[1], size, endpoint=True),
+    "choice_replace": lambda g, p, size: g.choice(p[0], size, True, *p[1:]),
+    "choice_no_replace": lambda g, p, size: g.choice(p[0], size, False, *p[1:]),
+    "permutation": lambda g, p, size: _permutation(g, size or (), p[0]),
+    "multinomial": lambda g, p, size: g.multinomial(p[0], p[1], size),
+}
+
+
+class NumpyRandom(Op):
+    """(state, size or nothing, *params) -> (new state, sample): one NumPy Generator call (host only)."""
+
+    __props__ = ("method", "dtype", "ndim", "has_size")
+    fold_constants = False
+
+    def __init__(self, method, dtype, ndim, has_size):
+        if method not in _METHODS:
+            raise ValueError(f"unknown random method {method!r}; known: {sorted(_METHODS)}")
+        self.method, self.dtype, self.ndim, self.has_size = method, dtype, ndim, has_size
+
+    def __str__(self):
+        return f"RandomFunction{{{self.method}}}"
+
+    def make_node(self, state, *args):
+        sample = TensorType(self.dtype, (False,) * self.ndim).make_variable()
+        return Apply(self, [state, *args], [state.type.make_variable(), sample])
+
+    def perform(self, node, inputs, output_storage):
+        state, *args = inputs
+        size = _size_tuple(args.pop(0), "RandomStreams") if self.has_size else None
+        gen = _unpack(state)
+        try:
+            sample = np.asarray(_METHODS[self.method](gen, [a.item() if a.ndim == 0 else a for a in args], size))
+        except ValueError as exc:
+            raise ValueError(f"RandomStreams.{self.method.split('_')[0]}: {exc}") from None
+        if sample.ndim != self.ndim:
+            raise ValueError(f"RandomStreams.{self.method}: the sample has shape {sample.shape}, but the graph was "
+                             f"built for {self.ndim} dimensions; give size= explicitly")
+        output_storage[0][0] = _pack(gen.bit_generator.state)
+        output_storage[1][0] = sample.astype(self.dtype, copy=False)
+
+    def L_op(self, inputs, outputs, output_grads):
+        undefined = UndefinedGrad("a random sample has no derivative with respect to its distribution's parameters "
+                                  "here; use consider_constant=[sample] if it should be treated as data")
+        return [None] + [undefined if v.type.dtype[0] == "f" else None for v in inputs[1:]]
+
+
+class SearchCDF(Op):
+    """Category indices: for each uniform ``u`` the first ``k`` with ``u < cumsum(p)[k]`` (p normalised).
+
+    ``p`` is a vector (one distribution) or a matrix (one row per draw, with
+    ``u`` of shape (rows,) or (rows, draws)).  Written against ``xp``.
+    """
+
+    fold_constants = False
+
+    def make_node(self, p, u):
+        return Apply(self, [p, u], [TensorType("int64", (False,) * u.type.ndim).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
+        p, u = inputs
+        if xp.any(p < 0):
+            raise ValueError("multinomial/choice: probabilities must be non-negative")
+        cdf = xp.cumsum(p, axis=-1)
+        cdf = cdf / cdf[..., -1:]
+        if p.ndim == 1:
+            idx = xp.searchsorted(cdf, u, side="right")
+        else:
+            expanded = u.reshape(u.shape[0], -1)
+            idx = (expanded[:, :, None] >= cdf[:, None, :]).sum(axis=-1).reshape(u.shape)
+        output_storage[0][0] = xp.minimum(idx, p.shape[-1] - 1).astype("int64")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [UndefinedGrad("a categorical draw has no derivative with respect to its probabilities"), None]
+
+
+class OneHot(Op):
+    """Counts of each category per row: indices (rows, draws) -> (rows, k) (``multinomial``'s output)."""
+
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    def make_node(self, idx, k):
+        return Apply(self, [idx, k], [TensorType(self.dtype, (False, False)).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        idx, k = inputs
+        out = np.zeros((idx.shape[0], int(k)), dtype=self.dtype)
+        for column in idx.T:
+            out[np.arange(idx.shape[0]), column] += 1
+        output_storage[0][0] = out
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None, None]
