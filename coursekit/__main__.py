@@ -28,19 +28,28 @@ def _exercises(args) -> int:
     except ExerciseError as exc:
         print(f"error: cannot generate exercises; fix these in {solutions}/:\n{exc}", file=sys.stderr)
         return 2
-    sources = {p.name for p in solutions.glob("*.ipynb")}
-    orphans = [p for p in stale if p.name not in sources]
+    from coursekit.course.exercises import exercise_name
+
+    sources = {exercise_name(p.name): p for p in solutions.glob("*.ipynb")}
+    orphans = [p for p in stale if p.parent != solutions and p.name not in sources]
     for path in orphans:
-        print(f"{path}: no source in {solutions}/; delete it or add {solutions / path.name}", file=sys.stderr)
-    regenerated = [p for p in stale if p.name in sources]
+        print(f"{path}: no source in {solutions}/; delete it or add its NN_name_solutions.ipynb there",
+              file=sys.stderr)
+    remarked = [p for p in stale if p.parent == solutions]
+    regenerated = [p for p in stale if p.parent != solutions and p.name in sources]
     if args.check:
+        for path in remarked:
+            print(f"{path}: graded-cell marks (first line, pass line, nbgrader metadata) not in line",
+                  file=sys.stderr)
         for path in regenerated:
-            print(f"{path}: out of date with {solutions / path.name}", file=sys.stderr)
+            print(f"{path}: out of date with {sources[path.name]}", file=sys.stderr)
         if stale:
             print("run `python -m coursekit exercises` and commit the result.", file=sys.stderr)
             return 1
         print(f"exercises up to date ({len(sources)} notebooks).")
         return 0
+    for path in remarked:
+        print(f"marked graded cells in {path}")
     for path in regenerated:
         print(f"wrote {path}")
     print(f"{len(regenerated)} of {len(sources)} exercise notebooks regenerated.")

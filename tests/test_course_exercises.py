@@ -129,24 +129,36 @@ def test_exercise_clears_outputs_keeps_metadata_and_graded_cells():
 def test_generation_is_deterministic_and_check_detects_drift(tmp_path):
     solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
     solutions.mkdir()
-    shutil.copy(FIXTURE, solutions / "01_fixture.ipynb")
-    assert generate(solutions, exercises) == [exercises / "01_fixture.ipynb"]
-    first = (exercises / "01_fixture.ipynb").read_bytes()
+    shutil.copy(FIXTURE, solutions / "01_fixture_solutions.ipynb")
+    target = exercises / "01_fixture_exercises.ipynb"
+    # The fixture's graded cells are unmarked: the first run marks the solution and writes the exercise.
+    assert generate(solutions, exercises, check=True) == [solutions / "01_fixture_solutions.ipynb", target]
+    assert not target.exists(), "--check must not write"
+    assert generate(solutions, exercises) == [solutions / "01_fixture_solutions.ipynb", target]
+    first = target.read_bytes()
     assert generate(solutions, exercises) == []
     assert generate(solutions, exercises, check=True) == []
-    assert (exercises / "01_fixture.ipynb").read_bytes() == first
+    assert target.read_bytes() == first
 
-    nb = nbformat.read(solutions / "01_fixture.ipynb", as_version=4)
+    nb = nbformat.read(solutions / "01_fixture_solutions.ipynb", as_version=4)
     nb.cells[1].source += "\nEXTRA = 1"
-    nbformat.write(nb, solutions / "01_fixture.ipynb")
-    assert generate(solutions, exercises, check=True) == [exercises / "01_fixture.ipynb"]
-    assert (exercises / "01_fixture.ipynb").read_bytes() == first, "--check must not write"
+    nbformat.write(nb, solutions / "01_fixture_solutions.ipynb")
+    assert generate(solutions, exercises, check=True) == [target]
+    assert target.read_bytes() == first, "--check must not write"
     assert main(["exercises", "--check", "--solutions", str(solutions), "--exercises", str(exercises)]) == 1
     assert main(["exercises", "--solutions", str(solutions), "--exercises", str(exercises)]) == 0
     assert main(["exercises", "--check", "--solutions", str(solutions), "--exercises", str(exercises)]) == 0
 
     (exercises / "02_orphan.ipynb").write_text(first.decode())
     assert generate(solutions, exercises, check=True) == [exercises / "02_orphan.ipynb"]
+    assert main(["exercises", "--check", "--solutions", str(solutions), "--exercises", str(exercises)]) == 1
+    (exercises / "02_orphan.ipynb").unlink()
+
+    nb = nbformat.read(solutions / "01_fixture_solutions.ipynb", as_version=4)
+    graded_index = next(i for i, c in enumerate(nb.cells) if "graded" in c.metadata.get("tags", []))
+    nb.cells[graded_index].source = nb.cells[graded_index].source.split("\n", 1)[1]   # header line lost
+    nbformat.write(nb, solutions / "01_fixture_solutions.ipynb")
+    assert generate(solutions, exercises, check=True) == [solutions / "01_fixture_solutions.ipynb"]
     assert main(["exercises", "--check", "--solutions", str(solutions), "--exercises", str(exercises)]) == 1
 
 
@@ -213,7 +225,7 @@ def test_exercises_are_up_to_date_with_solutions(which, tmp_path):
     else:
         solutions, exercises = tmp_path / "solutions", tmp_path / "exercises"
         solutions.mkdir()
-        shutil.copy(FIXTURE, solutions / "01_fixture.ipynb")
+        shutil.copy(FIXTURE, solutions / "01_fixture_solutions.ipynb")
         generate(solutions, exercises)
     stale = generate(solutions, exercises, check=True)
     assert not stale, (

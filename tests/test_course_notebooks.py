@@ -4,7 +4,7 @@ A graded cell that passes on the stub notebook gives points for nothing; one tha
 solution takes points for nothing. Both are checked by running the notebooks the way the grader does
 (own process, ``COURSEKIT_SIZE=small``, errors allowed so every graded cell is reached).
 
-Runs on every ``solutions/NN_name.ipynb`` with its ``exercises/`` counterpart, and always on the
+Runs on every ``solutions/NN_name_solutions.ipynb`` with its ``exercises/NN_name_exercises.ipynb``, and always on the
 fixture notebook, so the test means something even before the course has notebooks.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit.course.exercises import generate
+from coursekit.course.exercises import exercise_name, generate
 from coursekit.course.graded import graded_cells
 from coursekit.course.runner import run_notebook
 
@@ -34,13 +34,13 @@ def runs(tmp_path_factory):
     """Run every solutions and exercises notebook once, two at a time, before the tests look."""
     fixture_dir = tmp_path_factory.mktemp("fixture")
     (fixture_dir / "solutions").mkdir()
-    shutil.copy(FIXTURE, fixture_dir / "solutions" / "01_fixture.ipynb")
+    shutil.copy(FIXTURE, fixture_dir / "solutions" / "01_fixture_solutions.ipynb")
     generate(fixture_dir / "solutions", fixture_dir / "exercises")
-    paths = {("fixture", "solutions"): fixture_dir / "solutions" / "01_fixture.ipynb",
-             ("fixture", "exercises"): fixture_dir / "exercises" / "01_fixture.ipynb"}
+    paths = {("fixture", "solutions"): fixture_dir / "solutions" / "01_fixture_solutions.ipynb",
+             ("fixture", "exercises"): fixture_dir / "exercises" / "01_fixture_exercises.ipynb"}
     for stem in REPO_NOTEBOOKS:
-        for kind in ("solutions", "exercises"):
-            paths[stem, kind] = ROOT / kind / f"{stem}.ipynb"
+        paths[stem, "solutions"] = ROOT / "solutions" / f"{stem}.ipynb"
+        paths[stem, "exercises"] = ROOT / "exercises" / exercise_name(f"{stem}.ipynb")
     with ThreadPoolExecutor(max_workers=2) as pool:
         futures = {
             key: pool.submit(run_notebook, path, cell_timeout=CELL_TIMEOUT, notebook_timeout=NOTEBOOK_TIMEOUT)
@@ -51,7 +51,7 @@ def runs(tmp_path_factory):
 
 def outcomes(runs, case, kind):
     if (case, kind) not in runs:
-        pytest.fail(f"{kind}/{case}.ipynb is missing; run `python -m coursekit exercises`.")
+        pytest.fail(f"the {kind} notebook of {case} is missing; run `python -m coursekit exercises`.")
     path, run = runs[case, kind]
     cells = graded_cells(nbformat.read(path, as_version=4))
     assert cells, f"{path} has no graded cell, so there is nothing to prove"

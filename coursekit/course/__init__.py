@@ -1,9 +1,9 @@
 """The course machinery: exercise generation, graded cells and the instructor's grader.
 
-The course keeps one source of truth per exercise notebook, ``solutions/NN_name.ipynb``. Everything a
+The course keeps one source of truth per exercise notebook, ``solutions/NN_name_solutions.ipynb``. Everything a
 student or an instructor touches is derived from it:
 
-* :mod:`coursekit.course.exercises` turns each solutions notebook into ``exercises/NN_name.ipynb``
+* :mod:`coursekit.course.exercises` turns each solutions notebook into ``exercises/NN_name_exercises.ipynb``
   (solution regions become ``raise NotImplementedError(...)`` stubs) and can check that the two have
   not drifted apart;
 * :mod:`coursekit.course.graded` defines what a *graded cell* is and validates notebooks;

@@ -15,9 +15,18 @@ the ``BEGIN`` marker::
         raise NotImplementedError("Exercise: np.logaddexp(0, x) is the stable form")
 
 and clears outputs and execution counts, so that the exercise neither leaks the answer nor shows
-stale results. Metadata (tags, graded-cell ids, kernelspec) is kept: the graded cells of an exercise
-are exactly those of its solution. Only the ``execution`` timing metadata that nbclient records is
-dropped, because it changes on every run.
+stale results. Metadata (tags, graded-cell ids, nbgrader marks, kernelspec) is kept: the graded cells
+of an exercise are exactly those of its solution. Only the ``execution`` timing metadata that nbclient
+records is dropped, because it changes on every run; graded cells become read-only in the exercise
+(``editable``/``deletable`` false, which JupyterLab and Notebook honour) since grading restores them.
+
+Names: ``solutions/NN_name_solutions.ipynb`` becomes ``exercises/NN_name_exercises.ipynb`` (see
+:func:`exercise_name`), so that a lesson, its exercise and its solution never open as three tabs
+with the same title.
+
+:func:`generate` first brings each solutions notebook's graded-cell marks (first line, pass line,
+nbgrader metadata: :func:`coursekit.course.graded.mark_notebook`) in line, writing the solution back
+when they were not; with ``check=True`` such a solution is reported as stale instead.
 
 Generation is deterministic (same input, byte-identical output) so that :func:`generate` with
 ``check=True`` can tell whether ``exercises/`` is up to date, and a test can fail when it is not.
@@ -33,13 +42,15 @@ from pathlib import Path
 
 import nbformat
 
-from .graded import validate_notebook
+from .graded import GRADED_TAG, is_graded, mark_notebook, validate_notebook
 
 BEGIN_RE = re.compile(r"^(?P<indent>[ \t]*)###\s*BEGIN SOLUTION\s*$")
 END_RE = re.compile(r"^[ \t]*###\s*END SOLUTION\s*$")
 HINT_RE = re.compile(r"^[ \t]*###\s*HINT:\s?(?P<text>.*?)\s*$")
 ANY_MARKER_RE = re.compile(r"###\s*(BEGIN SOLUTION|END SOLUTION|HINT:)")
 DEFAULT_HINT = "replace this line with your code"
+SOLUTIONS_SUFFIX = "_solutions"
+EXERCISES_SUFFIX = "_exercises"
 
 
 class ExerciseError(ValueError):
@@ -139,32 +150,61 @@ def make_exercise(nb, name: str = "notebook"):
         cell.outputs = []
         cell.execution_count = None
         cell.metadata.pop("execution", None)
+        if is_graded(cell):
+            cell.metadata["editable"] = False
+            cell.metadata["deletable"] = False
     if problems:
         raise ExerciseError("\n".join(dict.fromkeys(problems)))
     return out
 
 
-def exercise_text(solution_path: Path) -> str:
-    """The exact bytes (as text) that ``exercises/<same name>`` must contain."""
+def exercise_name(solution_name: str) -> str:
+    """``01_tour_solutions.ipynb`` (or ``01_tour.ipynb``) -> ``01_tour_exercises.ipynb``."""
+    stem = Path(solution_name).stem
+    if stem.endswith(SOLUTIONS_SUFFIX):
+        stem = stem[: -len(SOLUTIONS_SUFFIX)]
+    return f"{stem}{EXERCISES_SUFFIX}.ipynb"
+
+
+def notebook_text(nb) -> str:
+    """A notebook as the bytes (as text) this module writes: nbformat's JSON and a final newline."""
+    return nbformat.writes(nb) + "\n"
+
+
+def marked_solution(solution_path: Path):
+    """``(notebook, changed)``: the solutions notebook with its marks in line (see
+    :func:`coursekit.course.graded.mark_notebook`) and whether they were not."""
     nb = nbformat.read(solution_path, as_version=4)
-    exercise = make_exercise(nb, str(solution_path))
-    return nbformat.writes(exercise) + "\n"
+    problems = validate_notebook(nb, str(solution_path))
+    if problems:
+        raise ExerciseError("\n".join(problems))
+    return nb, mark_notebook(nb)
+
+
+def exercise_text(solution_path: Path) -> str:
+    """The exact bytes (as text) that ``exercises/<exercise_name>`` must contain."""
+    return notebook_text(make_exercise(marked_solution(solution_path)[0], str(solution_path)))
 
 
 def generate(solutions_dir, exercises_dir, check: bool = False) -> list[Path]:
-    """Regenerate ``exercises_dir/NN_name.ipynb`` from every ``solutions_dir/*.ipynb``.
+    """Regenerate ``exercises_dir/NN_name_exercises.ipynb`` from every ``solutions_dir/*.ipynb``.
 
-    Returns the exercise paths that were out of date: written (``check=False``) or only reported
-    (``check=True``, nothing is written). Exercises without a solution source are returned too, as
-    stale, but never deleted: removing a file someone put there by hand is for a human to decide.
-    Raises :class:`ExerciseError` listing every invalid solutions notebook before writing anything.
+    Returns the paths that were out of date: solutions whose marks were not in line and exercises,
+    written (``check=False``) or only reported (``check=True``, nothing is written). Exercises without
+    a solution source are returned too, as stale, but never deleted: removing a file someone put
+    there by hand is for a human to decide. Raises :class:`ExerciseError` listing every invalid
+    solutions notebook before writing anything.
     """
     solutions_dir, exercises_dir = Path(solutions_dir), Path(exercises_dir)
     sources = sorted(solutions_dir.glob("*.ipynb"))
-    texts, problems = {}, []
+    texts, problems, unmarked = {}, [], set()
     for source in sources:
         try:
-            texts[exercises_dir / source.name] = exercise_text(source)
+            solution, changed = marked_solution(source)
+            if changed:
+                texts[source] = notebook_text(solution)
+                unmarked.add(source)
+            texts[exercises_dir / exercise_name(source.name)] = notebook_text(make_exercise(solution, str(source)))
         except ExerciseError as exc:
             problems.append(str(exc))
     if problems:
@@ -173,7 +213,7 @@ def generate(solutions_dir, exercises_dir, check: bool = False) -> list[Path]:
     stale = []
     for target, text in texts.items():
         current = target.read_text(encoding="utf-8") if target.exists() else None
-        if current == text:
+        if current == text and target not in unmarked:
             continue
         stale.append(target)
         if not check:
@@ -186,5 +226,5 @@ def generate(solutions_dir, exercises_dir, check: bool = False) -> list[Path]:
 
 def orphans(solutions_dir, exercises_dir) -> list[Path]:
     """Exercise notebooks that have no source in ``solutions_dir``."""
-    names = {path.name for path in Path(solutions_dir).glob("*.ipynb")}
+    names = {exercise_name(path.name) for path in Path(solutions_dir).glob("*.ipynb")}
     return [path for path in sorted(Path(exercises_dir).glob("*.ipynb")) if path.name not in names]

@@ -11,7 +11,19 @@ JupyterLab keeps when a student edits and saves the notebook::
 
 The id is what the grader uses to restore the cell from the reference notebook (so that an edited
 check cannot win points) and what appears in the score table, so it must be unique within its
-notebook and stable across edits of the notebook. Points must be positive.
+notebook and stable across edits of the notebook (letters, digits, ``-`` and ``_``, as nbgrader
+requires). Points must be positive.
+
+:func:`mark_notebook` derives everything else from that metadata, so that a person sees what a
+tag alone does not show (JupyterLab 4 has no "show cell tags" view) and nbgrader reads the same
+notebook as coursekit does:
+
+* the first line of a graded cell says it is graded, its task, id and points, and "do not edit";
+* its last line prints one uniform pass line, reached only when every check above it passed;
+* ``metadata.nbgrader`` as nbgrader's schema version 3 writes it: graded cells are nbgrader
+  "autograder tests" (``grade``, ``locked``, ``points``), code cells holding a solution region are
+  nbgrader "solution" cells. ``### BEGIN SOLUTION`` / ``### END SOLUTION`` are nbgrader's own
+  markers, so an instructor can put ``solutions/`` into nbgrader's ``source/`` as it is.
 
 A graded cell must not contain a solution region: it is the same in ``solutions/`` and
 ``exercises/``, and it must fail in the exercise notebook because the student's code is missing, not
@@ -20,11 +32,18 @@ because the check itself was stubbed out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from numbers import Real
 
 GRADED_TAG = "graded"
 METADATA_KEY = "coursekit"
+NBGRADER_KEY = "nbgrader"
+NBGRADER_SCHEMA_VERSION = 3
+GRADE_ID_RE = re.compile(r"^[A-Za-z0-9_\-]+$")   # nbgrader's grade_id pattern (non-empty)
+HEADER_PREFIX = "# GRADED"
+PASS_PREFIX = 'print("PASSED '
+TASK_RE = re.compile(r"^#+\s*(?:Task\s+)?(\d+)\b", re.MULTILINE)   # "## Task 2 — ..." or "## 2. ..."
 
 
 @dataclass(frozen=True)
@@ -103,6 +122,11 @@ def validate_notebook(nb, name: str = "notebook", *, require_graded: bool = Fals
         cell_id = meta.get("id")
         if not isinstance(cell_id, str) or not cell_id.strip():
             problems.append(f"{where}: metadata.{METADATA_KEY}.id must be a non-empty string, got {cell_id!r}.")
+        elif not GRADE_ID_RE.match(cell_id):
+            problems.append(
+                f"{where}: graded id {cell_id!r} may hold only letters, digits, '-' and '_' (nbgrader's "
+                f"grade_id rule); rename it, e.g. {re.sub(r'[^A-Za-z0-9_-]+', '-', cell_id)!r}."
+            )
         elif cell_id in seen:
             problems.append(
                 f"{where}: graded id {cell_id!r} is already used by cell {seen[cell_id]}; ids must be unique "
@@ -133,3 +157,84 @@ def validate_notebook(nb, name: str = "notebook", *, require_graded: bool = Fals
             f'metadata.{METADATA_KEY} = {{"id": ..., "points": ...}}.'
         )
     return problems
+
+
+# --- marks for people and for nbgrader -----------------------------------------------------------
+
+
+def _points_text(points) -> str:
+    value = int(points) if float(points).is_integer() else points
+    return f"{value} point" + ("" if value == 1 else "s")
+
+
+def _label(task: str | None, cell_id: str, points) -> str:
+    return " · ".join(part for part in (task, cell_id, _points_text(points)) if part)
+
+
+def header_line(task: str | None, cell_id: str, points) -> str:
+    """The first line of a graded cell, e.g. ``# GRADED · Task 1 · running-mean · 2 points · ...``."""
+    return f"{HEADER_PREFIX} · {_label(task, cell_id, points)} · do not edit: grading puts this cell back"
+
+
+def pass_line(task: str | None, cell_id: str, points) -> str:
+    """The last line of a graded cell: printed only when every check above it passed."""
+    return f'{PASS_PREFIX}· {_label(task, cell_id, points)}")'
+
+
+def nbgrader_metadata(kind: str, grade_id: str, points=None) -> dict:
+    """``metadata.nbgrader`` as nbgrader (schema 3) marks an autograder test or a solution cell."""
+    meta = {"grade": kind == "graded", "grade_id": grade_id, "locked": kind == "graded",
+            "schema_version": NBGRADER_SCHEMA_VERSION, "solution": kind == "solution", "task": False}
+    if kind == "graded":
+        meta["points"] = points
+    return meta
+
+
+def _task_of(cells, index: int) -> str | None:
+    """``Task N`` from the nearest Markdown heading above the cell, if there is one."""
+    for cell in reversed(cells[:index]):
+        if cell.cell_type == "markdown":
+            found = TASK_RE.findall(cell.source)
+            if found:
+                return f"Task {found[-1]}"
+    return None
+
+
+def _with_marks(source: str, header: str, passed: str) -> str:
+    lines = source.rstrip("\n").splitlines()
+    if lines and lines[0].startswith(HEADER_PREFIX):
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and lines[-1].startswith(PASS_PREFIX):
+        lines.pop()
+    return "\n".join([header, *lines, passed])
+
+
+def mark_notebook(nb) -> bool:
+    """Give every graded and solution cell its marks (see the module docstring); True if anything changed.
+
+    Idempotent, and derived only from the coursekit metadata and the solution markers, so running it
+    again after an edit (``python -m coursekit exercises`` does) brings the marks back in line.
+    Call it on a valid notebook (:func:`validate_notebook`).
+    """
+    from .exercises import ANY_MARKER_RE   # graded.py and exercises.py use each other
+
+    changed = False
+    for index, cell in enumerate(nb.cells):
+        before = (cell.source, dict(cell.metadata))
+        if is_graded(cell) and cell.cell_type == "code":
+            meta = cell.metadata[METADATA_KEY]
+            task = _task_of(nb.cells, index)
+            cell.source = _with_marks(cell.source, header_line(task, meta["id"], meta["points"]),
+                                      pass_line(task, meta["id"], meta["points"]))
+            cell.metadata[NBGRADER_KEY] = nbgrader_metadata("graded", meta["id"], meta["points"])
+        elif cell.cell_type == "code" and ANY_MARKER_RE.search(cell.source):
+            grade_id = "solution-" + re.sub(r"[^A-Za-z0-9_-]+", "-", str(cell.get("id") or index))
+            cell.metadata[NBGRADER_KEY] = nbgrader_metadata("solution", grade_id)
+        elif NBGRADER_KEY in cell.metadata:
+            old = cell.metadata[NBGRADER_KEY]
+            if isinstance(old, dict) and (old.get("grade") or old.get("solution")):
+                del cell.metadata[NBGRADER_KEY]   # a stale mark: this cell is no longer graded or a solution
+        changed |= before != (cell.source, dict(cell.metadata))
+    return changed

@@ -106,7 +106,7 @@ def find_submissions(submissions_dir, references: list[Reference]):
     for student, files in found.items():
         students[student] = {}
         # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
-        for path in sorted(files, key=lambda p: (_notebook_name(p) not in names, str(p))):
+        for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
             name = _match(_notebook_name(path), names)
             if name is None:
                 warnings.append(f"{student}: ignored {path.name}: it matches no reference notebook ({', '.join(names)})")
@@ -125,10 +125,19 @@ def _notebook_name(path: Path) -> str:
     return stem.split(FLAT_SEPARATOR, 1)[1] if FLAT_SEPARATOR in stem else stem
 
 
+def _exact(stem: str, names: list[str]) -> str | None:
+    """The reference named ``stem``, or ``stem_exercises`` (``01_tour`` is the pre-rename name)."""
+    for name in (stem, f"{stem}_exercises"):
+        if name in names:
+            return name
+    return None
+
+
 def _match(stem: str, names: list[str]) -> str | None:
     """Exact name first; else the unique reference with the same ``NN_`` number prefix."""
-    if stem in names:
-        return stem
+    exact = _exact(stem, names)
+    if exact:
+        return exact
     prefix = PREFIX_RE.match(stem)
     if prefix:
         same = [name for name in names if name.startswith(prefix.group(0))]
