@@ -40,6 +40,14 @@ def pp(obj):
     return _pp(obj)
 
 
+def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None, **kwargs):
+    """``theano.scan``: a loop in the graph (see :func:`coursekit.scan_module.scan`)."""
+    from .scan_module import scan as _scan
+
+    return _scan(fn, sequences=sequences, outputs_info=outputs_info, non_sequences=non_sequences,
+                 n_steps=n_steps, **kwargs)
+
+
 def gpu_from_host(x):
     """Make the graph end on the device: the function returns a device array (see lesson 3)."""
     from .devices.transfer import gpu_from_host as _gpu_from_host
@@ -59,6 +67,6 @@ def __getattr__(name):
     import importlib
 
     if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox", "debugmode",
-                "course", "random"):
+                "course", "random", "scan_module"):
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'coursekit' has no attribute {name!r}")

@@ -1,0 +1,9 @@
+"""Loops in graphs: ``scan`` (Theano's ``theano.scan``) and ``until`` for early exit.
+
+``coursekit.scan_module`` has the name of Theano's own package, so
+``theano.scan_module.until`` ports unchanged.  See :mod:`.builder` (the
+``scan`` function), :mod:`.op` (the Scan op and its loop) and :mod:`.grad`
+(the gradient: a second scan, running backwards through time).
+"""
+from .builder import ScanError, scan, until  # noqa: F401
+from .op import Scan, ScanInfo  # noqa: F401

@@ -1,0 +1,220 @@
+"""The ``Scan`` op: a loop whose body is a graph, compiled once and run once per step.
+
+The op holds the *inner graph* (placeholders in, step results out); at link
+time it compiles it into an inner function (``op.fn``, with its own
+``maker.fgraph`` and, with ``profile=True``, its own profile), and its thunk
+is a Python loop that feeds each step's slices and previous results to that
+function.  Inputs and outputs of a Scan node, in order::
+
+    inputs:  n_steps, sequences..., initial buffers (recurrent outputs)...,
+             shared states..., non-sequences...
+    outputs: traces (one (n_steps, ...) array per output)..., final shared states...
+
+A recurrent output with taps ``[-3, -1]`` reads, at step t, the values of
+steps t-3 and t-1: the loop keeps one buffer ``initial[:3] + results`` per
+output and hands the step views into it, so nothing is copied but each
+step's result.  *Shared states* are values carried from step to step without
+a trace (a random stream's generator state); their last values become the
+updates that ``scan`` returns.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import Apply, Op, format_trace
+from ..tensor.type import TensorType
+
+_IDS = itertools.count()
+
+
+class _LazyWhere:
+    """" (the scan built at ...)", formatted only when an error message uses it."""
+
+    def __init__(self, trace):
+        self.trace = trace
+
+    def __str__(self):
+        return f" (the scan built at {format_trace(self.trace)})"
+
+    __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
+
+
+@dataclass(frozen=True)
+class ScanInfo:
+    """The static shape of a loop: how many of each kind of input, and the taps of each output."""
+
+    n_seqs: int
+    taps: tuple  # per output: a tuple of negative ints (recurrent) or () (just collected)
+    n_shared: int
+    n_nonseqs: int
+    until: bool
+    name: str = "scan"
+    truncate_gradient: int = -1
+    profile: bool = False
+    mode: object = None
+
+    @property
+    def n_outs(self):
+        return len(self.taps)
+
+    @property
+    def recurrent(self):
+        return [k for k, taps in enumerate(self.taps) if taps]
+
+    def depth(self, k):
+        """How many initial values output ``k`` needs (3 for taps [-3, -1])."""
+        return -min(self.taps[k]) if self.taps[k] else 0
+
+
+class Scan(Op):
+    """A loop over an inner graph (see the module docstring)."""
+
+    __props__ = ("uid",)
+    fold_constants = False
+
+    def __init__(self, inner_inputs, inner_outputs, info, trace=None):
+        self.inner_inputs, self.inner_outputs, self.info = list(inner_inputs), list(inner_outputs), info
+        self.uid = next(_IDS)
+        self.trace = trace  # the user's scan() call, for error messages
+        self.fn = None
+
+    def __str__(self):
+        return f"Scan{{{self.info.name}}}"
+
+    # ------------------------------------------------------------ the node
+    def make_node(self, n_steps, *inputs):
+        info = self.info
+        n_init = len(info.recurrent)
+        expected = info.n_seqs + n_init + info.n_shared + info.n_nonseqs
+        if len(inputs) != expected:
+            raise TypeError(f"{self} takes {expected} inputs after n_steps, got {len(inputs)}")
+        out_types = []
+        for k in range(info.n_outs):
+            inner = self.inner_outputs[k].type
+            bcast = inner.broadcastable
+            if info.taps[k]:
+                init = inputs[info.n_seqs + info.recurrent.index(k)].type
+                bcast = tuple(a and b for a, b in zip(bcast, init.broadcastable[1:]))
+            out_types.append(TensorType(inner.dtype, (False,) + tuple(bcast)))
+        shared_start = info.n_seqs + n_init
+        # final states are host values (the loop runs on the host); placement moves them where they live
+        out_types += [v.type.host_type() if hasattr(v.type, "host_type") else v.type
+                      for v in inputs[shared_start:shared_start + info.n_shared]]
+        return Apply(self, [n_steps, *inputs], [t.make_variable() for t in out_types])
+
+    def split_inputs(self, inputs):
+        """(n_steps, sequences, initial buffers, shared states, non-sequences) of a node's inputs."""
+        info = self.info
+        n_steps, rest = inputs[0], list(inputs[1:])
+        a = info.n_seqs
+        b = a + len(info.recurrent)
+        c = b + info.n_shared
+        return n_steps, rest[:a], rest[a:b], rest[b:c], rest[c:]
+
+    # ------------------------------------------------------------ compiling
+    def compile_inner(self):
+        """The inner graph as a compiled function (once per op)."""
+        if self.fn is None:
+            from ..compile.function import function
+            from ..compile.io import Out
+            from ..config import config
+
+            outs = [Out(v, borrow=True) for v in self.inner_outputs]
+            # the loop runs where its values live: here on the host (state stays in host memory, no per-step
+            # transfer); the inner graph is never placed on a device on its own
+            with config.change(device="cpu"):
+                self.fn = function(self.inner_inputs, outs, mode=self.info.mode, on_unused_input="ignore",
+                                   trust_input=True, name=f"{self.info.name} (inner function)",
+                                   profile=self.info.profile or None)
+        return self.fn
+
+    def make_thunk(self, node, storage_map):
+        fn = self.compile_inner()
+        in_cells = [storage_map[v] for v in node.inputs]
+        out_cells = [storage_map[v] for v in node.outputs]
+        run = self.run_loop
+
+        def thunk():
+            results = run(fn, [c[0] for c in in_cells])
+            for cell, value in zip(out_cells, results):
+                cell[0] = value
+
+        return thunk
+
+    def perform(self, node, inputs, output_storage):
+        for cell, value in zip(output_storage, self.run_loop(self.compile_inner(), inputs)):
+            cell[0] = value
+
+    # ------------------------------------------------------------ the loop
+    def run_loop(self, fn, inputs):
+        info = self.info
+        n_steps, seqs, inits, states, nonseqs = self.split_inputs(inputs)
+        n = self._check_lengths(int(n_steps), seqs, inits)
+        buffers, depths = [None] * info.n_outs, [info.depth(k) for k in range(info.n_outs)]
+        for k, init in zip(info.recurrent, inits):
+            dtype = self.inner_outputs[k].type.dtype
+            buffers[k] = np.empty((depths[k] + n,) + init.shape[1:], dtype=dtype)
+            buffers[k][:depths[k]] = init[:depths[k]]
+        tap_plan = [(buffers[k], depths[k], info.taps[k]) for k in info.recurrent]
+        states = list(states)
+        n_outs, n_shared, call = info.n_outs, info.n_shared, fn
+        steps_done = n
+        for t in range(n):
+            args = [s[t, ...] for s in seqs]  # [t, ...] gives 0-d arrays, never NumPy scalars
+            for buf, depth, taps in tap_plan:
+                base = depth + t
+                args.extend(buf[base + tap, ...] for tap in taps)
+            args.extend(states)
+            args.extend(nonseqs)
+            results = call(*args)
+            for k in range(n_outs):
+                value = results[k]
+                buf = buffers[k]
+                if buf is None:
+                    buf = buffers[k] = np.empty((n,) + np.shape(value), dtype=self.inner_outputs[k].type.dtype)
+                if buf.shape[1:] != np.shape(value):
+                    self._shape_error(k, t, np.shape(value), buf.shape[1:])
+                buf[depths[k] + t] = value
+            states = [np.array(v, copy=True) for v in results[n_outs:n_outs + n_shared]]
+            if info.until and bool(results[-1]):
+                steps_done = t + 1
+                break
+        traces = []
+        for k in range(n_outs):
+            buf = buffers[k]
+            if buf is None:  # zero steps: an empty trace of the right rank
+                buf = np.empty((0,) * (self.inner_outputs[k].type.ndim + 1), dtype=self.inner_outputs[k].type.dtype)
+            traces.append(buf[depths[k]:depths[k] + steps_done])
+        return traces + states
+
+    def _check_lengths(self, n, seqs, inits):
+        where = _LazyWhere(self.trace)
+        if n < 0:
+            raise ValueError(f"scan: n_steps is {n}; it must be >= 0 (use go_backwards=True to run backwards){where}")
+        for i, s in enumerate(seqs):
+            if s.shape[0] < n:
+                raise ValueError(f"scan: sequence {i} has {s.shape[0]} entries but the loop runs {n} steps; give "
+                                 f"n_steps <= the sequences' length{where}")
+        for k, init in zip(self.info.recurrent, inits):
+            depth = self.info.depth(k)
+            if init.shape[0] < depth:
+                raise ValueError(
+                    f"scan: output {k} reads taps {list(self.info.taps[k])}, which reach {depth} steps back, but its "
+                    f"initial state has only {init.shape[0]} entries (shape {init.shape}). Give outputs_info="
+                    f"dict(initial=x0, taps=...) with x0 of at least {depth} rows{where}")
+        return n
+
+    def _shape_error(self, k, t, got, expected):
+        raise ValueError(
+            f"scan: at step {t}, output {k} of the step function has shape {got}, but earlier steps (or its initial "
+            f"state) have shape {expected}; every step must return the same shape (the scan built at "
+            f"{format_trace(self.trace)})")
+
+    # ------------------------------------------------------------ gradient
+    def L_op(self, inputs, outputs, output_grads):
+        from .grad import scan_grad
+
+        return scan_grad(self, inputs, outputs, output_grads)

@@ -1,0 +1,157 @@
+"""scan: Theano's loops (the tutorial's examples), taps, until, gradients through time, errors."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import coursekit as theano
+import coursekit.tensor as T
+from coursekit.gradient import verify_grad
+from coursekit.scan_module import ScanError
+
+RNG = np.random.default_rng(1)
+
+
+@pytest.fixture(params=["cpu", "sim"])
+def device(request):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with theano.config.change(device=request.param):
+            yield request.param
+
+
+def test_the_tutorials_power_and_polynomial(device):
+    k, A = T.iscalar("k"), T.vector("A")
+    result, updates = theano.scan(lambda prior, A: prior * A, outputs_info=T.ones_like(A), non_sequences=A, n_steps=k)
+    power = theano.function([A, k], result[-1], updates=updates)
+    np.testing.assert_allclose(power(np.arange(10, dtype="float32"), 3), np.arange(10) ** 3)
+    coefficients, x = T.vector("coefficients"), T.scalar("x")
+    components, _ = theano.scan(lambda c, p, free: c * free ** p, outputs_info=None,
+                                sequences=[coefficients, T.arange(1000)], non_sequences=x)
+    poly = theano.function([coefficients, x], components.sum())
+    assert poly(np.asarray([1, 0, 2], "float32"), 3) == pytest.approx(19.0)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 3), st.booleans())
+def test_rnn_matches_a_numpy_loop(n, h, backwards):
+    x, W, h0 = RNG.standard_normal((n, h)), RNG.standard_normal((h, h)), RNG.standard_normal(h)
+    xs, Ws, h0s = T.dmatrix("x"), T.dmatrix("W"), T.dvector("h0")
+    out, _ = theano.scan(lambda x_t, prev, W: T.tanh(x_t + T.dot(prev, W)), sequences=xs, outputs_info=h0s,
+                         non_sequences=Ws, go_backwards=backwards)
+    got = theano.function([xs, Ws, h0s], out)(x, W, h0)
+    expected, state = [], h0
+    for x_t in (x[::-1] if backwards else x):
+        state = np.tanh(x_t + state @ W)
+        expected.append(state)
+    np.testing.assert_allclose(got, np.array(expected), rtol=1e-12)
+
+
+def test_taps_on_outputs_and_sequences():
+    x0 = T.dvector("x0")
+    fib, _ = theano.scan(lambda a, b: a + b, outputs_info=dict(initial=x0, taps=[-2, -1]), n_steps=6)
+    np.testing.assert_array_equal(theano.function([x0], fib)(np.array([1.0, 1.0])), [2, 3, 5, 8, 13, 21])
+    s = T.dvector("s")
+    window, _ = theano.scan(lambda a, b, c: a - 2 * b + c, sequences=dict(input=s, taps=[-1, 0, 1]))
+    v = RNG.standard_normal(6)
+    np.testing.assert_allclose(theano.function([s], window)(v), v[:-2] - 2 * v[1:-1] + v[2:])
+
+
+def test_until_stops_early_and_shared_updates_from_the_step(device):
+    max_value = T.scalar("max_value")
+    values, _ = theano.scan(lambda prev, mx: (prev * 2, theano.scan_module.until(prev * 2 > mx)),
+                            outputs_info=T.constant(np.float32(1.0)), non_sequences=max_value, n_steps=1024)
+    np.testing.assert_array_equal(theano.function([max_value], values)(45), [2, 4, 8, 16, 32, 64])
+    counter = theano.shared(np.float32(0), name="counter")
+    out, updates = theano.scan(lambda x: (x * 2, {counter: counter + x}), sequences=T.vector("v"))
+    assert counter in updates
+    f = theano.function(out.owner.inputs[1:2], out, updates=updates)  # the sequence input
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0, 3.0], "float32")), [2, 4, 6])
+    assert counter.get_value() == 6
+
+
+def test_gradient_through_time_matches_finite_differences():
+    def rnn(x, W, U, h0):
+        h, _ = theano.scan(lambda x_t, prev, W, U: T.tanh(T.dot(x_t, W) + T.dot(prev, U)), sequences=x,
+                           outputs_info=h0, non_sequences=[W, U])
+        return h
+    verify_grad(rnn, [RNG.standard_normal((4, 3)), RNG.standard_normal((3, 2)), RNG.standard_normal((2, 2)),
+                      RNG.standard_normal(2)])
+
+    def taps(x0, a):
+        out, _ = theano.scan(lambda u, v, a: a * u + T.sin(v), outputs_info=dict(initial=x0, taps=[-3, -1]),
+                             non_sequences=a, n_steps=5)
+        return out
+    verify_grad(taps, [RNG.standard_normal((4, 2)), RNG.standard_normal(2)])
+
+    def windows(x):
+        out, _ = theano.scan(lambda a, b, c: a * b + c, sequences=dict(input=x, taps=[-1, 0, 2]), go_backwards=True)
+        return out
+    verify_grad(windows, [RNG.standard_normal((6, 2))])
+
+
+def test_truncate_gradient_stops_after_k_steps():
+    x, h0 = T.dvector("x"), T.dscalar("h0")
+    out, _ = theano.scan(lambda xt, h: h * xt + xt, sequences=x, outputs_info=h0, truncate_gradient=2)
+    g = theano.function([x, h0], theano.grad(out[-1], [x, h0]))(np.arange(1.0, 6.0), 1.0)
+    np.testing.assert_allclose(g[0], [0, 0, 0, 5 * 22, 89])  # h = 1, 2, 6, 21, 88, 445
+    assert g[1] == 0
+
+
+def test_gradient_with_until_uses_the_steps_that_ran():
+    x = T.dscalar("x")
+    values, _ = theano.scan(lambda prev, x: (prev * x, theano.scan_module.until(prev * x > 10)),
+                            outputs_info=T.constant(1.0, dtype="float64"), non_sequences=x, n_steps=50)
+    f = theano.function([x], [values[-1], theano.grad(values[-1], x), values.shape[0]])
+    last, g, steps = f(3.0)  # 3, 9, 27: three steps, last = x**3
+    assert steps == 3 and last == 27 and g == pytest.approx(27.0)
+
+
+def test_random_numbers_inside_the_loop_advance_through_updates():
+    srng = theano.random.MRG_RandomStreams(seed=3)
+    out, updates = theano.scan(lambda: srng.uniform((2,)), n_steps=4)
+    f = theano.function([], out, updates=updates)
+    a, b = f(), f()
+    assert a.shape == (4, 2) and len({tuple(r) for r in a}) == 4 and not np.array_equal(a, b)
+    g = theano.function([], out, no_default_updates=True)  # the generator state does not move: same numbers
+    np.testing.assert_array_equal(g(), g())
+    h = theano.function([], out)  # updates forgotten: the state's default update is now the loop's final state
+    assert not np.array_equal(h(), h())
+
+
+def test_step_errors_name_the_problem_and_the_line():
+    x = T.dvector("x")
+    with pytest.raises(ScanError, match="returned 2 output.*outputs_info has 1") as err:
+        theano.scan(lambda v, prev: (v, v), sequences=x, outputs_info=[T.constant(0.0, dtype="float64")])
+    with pytest.raises(ScanError, match="cannot take the 2 argument.*1 sequence value.*1 previous output"):
+        theano.scan(lambda v: v, sequences=x, outputs_info=[T.constant(0.0, dtype="float64")])
+    assert "test_scan.py" in str(err.value)
+    with pytest.raises(ScanError, match="float32.*outputs_info\\[0\\].*float64|float64.*float32"):
+        theano.scan(lambda v, prev: T.cast(prev + v, "float32"), sequences=x,
+                    outputs_info=T.constant(0.0, dtype="float64"))
+    with pytest.raises(ScanError, match="taps must be negative"):
+        theano.scan(lambda a: a, outputs_info=dict(initial=x, taps=[0]), n_steps=2)
+    with pytest.raises(ScanError, match="strict=True.*pass it in non_sequences"):
+        theano.scan(lambda v: v * x, sequences=x, strict=True)
+    x0 = T.dvector("x0")
+    fib, _ = theano.scan(lambda a, b: a + b, outputs_info=dict(initial=x0, taps=[-3, -1]), n_steps=2)
+    with pytest.raises(ValueError, match="reach 3 steps back.*only 2 entries"):
+        theano.function([x0], fib)(np.ones(2))
+    n = T.lscalar("n")
+    long, _ = theano.scan(lambda v: v * 2, sequences=x, n_steps=n)
+    with pytest.raises(ValueError, match="sequence 0 has 3 entries but the loop runs 5 steps"):
+        theano.function([x, n], long)(np.ones(3), 5)
+
+
+def test_profile_shows_the_inner_functions_ops():
+    x = T.dvector("x")
+    out, _ = theano.scan(lambda v: T.exp(v) * 2, sequences=x, profile=True)
+    f = theano.function([x], out)
+    f(np.ones(3))
+    scan_node = [n for n in f.toposort() if type(n.op).__name__ == "Scan"][0]
+    inner = scan_node.op.fn
+    assert inner.profile is not None and "exp" in theano.printing.debugprint(inner, file="str")
