@@ -93,8 +93,8 @@ def grad(cost, wrt, **kwargs):
 
 def __getattr__(name):
     # T.shared_randomstreams loads on first use (it needs the compile package, which needs this one)
-    if name == "shared_randomstreams":
+    if name in ("shared_randomstreams", "signal"):
         import importlib
 
-        return importlib.import_module(".shared_randomstreams", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'coursekit.tensor' has no attribute {name!r}")

@@ -6,6 +6,8 @@ import numpy as np
 from ..graph import Apply, Op
 from .math import log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
 from .var import as_tensor_variable
+from . import conv  # noqa: E402,F401  (Theano's T.nnet.conv.conv2d)
+from .conv import conv2d  # noqa: E402,F401
 
 
 class Softmax(Op):
@@ -38,8 +40,54 @@ def binary_crossentropy(output, target):
 
 
 def categorical_crossentropy(coding_dist, true_dist):
-    """-sum(true * log(coding), axis=-1) for one-hot (or soft) targets."""
+    """-sum(true * log(coding), axis=-1) for one-hot (or soft) targets; for an integer vector of class
+    indices (as in Theano) ``-log(coding_dist[arange(n), true_dist])``."""
+    true_dist = as_tensor_variable(true_dist)
+    if true_dist.type.dtype[0] in "iu":
+        from .construct import arange
+
+        coding_dist = as_tensor_variable(coding_dist)
+        if true_dist.type.ndim != 1 or coding_dist.type.ndim != 2:
+            raise TypeError(f"categorical_crossentropy: integer targets must be a vector of class indices for a "
+                            f"matrix of probabilities; got {true_dist.type} and {coding_dist.type}")
+        return -log(coding_dist[arange(true_dist.shape[0]), true_dist])
     return -tsum(true_dist * log(coding_dist), axis=-1)
+
+
+class LogSoftmax(Op):
+    """log(softmax(x)) over the last axis, computed as x - max - log(sum(exp(x - max))): no log(0)."""
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if x.type.ndim not in (1, 2):
+            raise TypeError(f"log_softmax takes a vector or a matrix, got {x.type}")
+        return Apply(self, [x], [x.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x = inputs[0]
+        shifted = x - x.max(axis=-1, keepdims=True)
+        output_storage[0][0] = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+
+    def L_op(self, inputs, outputs, output_grads):
+        from .math import exp
+
+        (out,), (gz,) = outputs, output_grads
+        return [gz - tsum(gz, axis=-1, keepdims=True) * exp(out)]
+
+
+def log_softmax(x):
+    return LogSoftmax()(x)
+
+
+def relu(x, alpha=0):  # noqa: F811 - Theano's signature (leaky when alpha != 0)
+    """max(x, 0), or the leaky ``x if x > 0 else alpha * x`` when ``alpha`` is given."""
+    from .math import relu as _relu, switch
+
+    if isinstance(alpha, (int, float)) and alpha == 0:
+        return _relu(x)
+    x = as_tensor_variable(x)
+    return switch(x > 0, x, alpha * x)
+
 
 
 def ultra_fast_sigmoid(x):

@@ -1,0 +1,143 @@
+"""2-d pooling over the last two axes (``pool_2d``): max, sum and two kinds of average, with gradients.
+
+Windows of ``ws`` rows x cols move by ``stride`` (default: ``ws``, no
+overlap) over the (zero-padded by ``pad``) input.  With
+``ignore_border=False`` (Theano's old default) a partial window at the
+bottom/right edge still produces an output; with ``True`` it is dropped.
+Averages divide by the window's element count: ``average_inc_pad`` counts
+padding, ``average_exc_pad`` only real input elements.  The max's gradient
+goes to every element equal to its window's maximum, as in Theano.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...graph import Apply, Op
+from ..var import as_tensor_variable
+
+MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
+
+
+def _out_len(size, window, stride, pad, ignore_border):
+    size = size + 2 * pad
+    if ignore_border:
+        return max(0, (size - window) // stride + 1)
+    if stride >= window:
+        return (size - 1) // stride + 1
+    return max(0, (size - 1 - window + stride) // stride) + 1
+
+
+class Pool(Op):
+    """Pooling of the last two axes of a tensor (any leading axes)."""
+
+    __props__ = ("ws", "stride", "pad", "ignore_border", "mode")
+
+    def __init__(self, ws, stride, pad, ignore_border, mode):
+        self.ws, self.stride, self.pad = tuple(ws), tuple(stride), tuple(pad)
+        self.ignore_border, self.mode = bool(ignore_border), mode
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if x.type.ndim < 2:
+            raise TypeError(f"pool_2d pools the last two axes; got {x.type}")
+        return Apply(self, [x], [x.type.clone(broadcastable=x.type.broadcastable[:-2] + (False, False))
+                                 .make_variable()])
+
+    def geometry(self, shape):
+        """(output rows, output cols, padded input with room for partial windows)."""
+        rows = _out_len(shape[-2], self.ws[0], self.stride[0], self.pad[0], self.ignore_border)
+        cols = _out_len(shape[-1], self.ws[1], self.stride[1], self.pad[1], self.ignore_border)
+        need_r = (rows - 1) * self.stride[0] + self.ws[0]
+        need_c = (cols - 1) * self.stride[1] + self.ws[1]
+        return rows, cols, (need_r, need_c)
+
+    def _padded(self, x, fill):
+        rows, cols, (need_r, need_c) = self.geometry(x.shape)
+        full = np.full(x.shape[:-2] + (max(need_r, x.shape[-2] + 2 * self.pad[0]),
+                                       max(need_c, x.shape[-1] + 2 * self.pad[1])), fill, dtype=x.dtype)
+        full[..., self.pad[0]:self.pad[0] + x.shape[-2], self.pad[1]:self.pad[1] + x.shape[-1]] = x
+        return full, rows, cols
+
+    def _counts(self, shape, dtype):
+        """How many elements each window averages over."""
+        ones = np.ones(shape[-2:], dtype=dtype)
+        if self.mode == "average_inc_pad":  # padding counts: pool a padded block of ones without extra padding
+            ones = np.pad(ones, ((self.pad[0], self.pad[0]), (self.pad[1], self.pad[1])), constant_values=1)
+            return Pool(self.ws, self.stride, (0, 0), self.ignore_border, "sum")._pool(ones)
+        return Pool(self.ws, self.stride, self.pad, self.ignore_border, "sum")._pool(ones)
+
+    def _pool(self, x):
+        fill = -np.inf if self.mode == "max" and x.dtype.kind == "f" else (
+            np.iinfo(x.dtype).min if self.mode == "max" else 0)
+        padded, rows, cols = self._padded(x, fill)
+        out = None
+        for i in range(self.ws[0]):
+            for j in range(self.ws[1]):
+                part = padded[..., i:i + self.stride[0] * rows:self.stride[0], j:j + self.stride[1] * cols:self.stride[1]]
+                if out is None:
+                    out = part.copy()
+                elif self.mode == "max":
+                    np.maximum(out, part, out=out)
+                else:
+                    out += part
+        return out
+
+    def perform(self, node, inputs, output_storage):
+        x = inputs[0]
+        out = self._pool(x)
+        if self.mode.startswith("average"):
+            out = (out / self._counts(x.shape, x.dtype)).astype(x.dtype, copy=False)
+        output_storage[0][0] = out
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [PoolGrad(self)(inputs[0], outputs[0], output_grads[0])]
+
+
+class PoolGrad(Op):
+    """The gradient of a pooling, spread back over each window."""
+
+    __props__ = ("pool",)
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def make_node(self, x, out, gz):
+        return Apply(self, [x, out, gz], [x.type.make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        x, out, gz = inputs
+        p = self.pool
+        padded, rows, cols = p._padded(x, -np.inf if x.dtype.kind == "f" else 0)
+        grad = np.zeros(padded.shape, dtype=x.dtype)
+        if p.mode.startswith("average"):
+            gz = gz / p._counts(x.shape, x.dtype)
+        for i in range(p.ws[0]):
+            for j in range(p.ws[1]):
+                rs = slice(i, i + p.stride[0] * rows, p.stride[0])
+                cs = slice(j, j + p.stride[1] * cols, p.stride[1])
+                if p.mode == "max":
+                    grad[..., rs, cs] += gz * (padded[..., rs, cs] == out)
+                else:
+                    grad[..., rs, cs] += gz
+        output_storage[0][0] = grad[..., p.pad[0]:p.pad[0] + x.shape[-2], p.pad[1]:p.pad[1] + x.shape[-1]].copy()
+
+
+def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max", ds=None, st=None,
+            padding=None):
+    """Theano's ``pool_2d``: ``ws`` the window (rows, cols); ``ds``/``st``/``padding`` are its older names."""
+    ws = ws if ws is not None else ds
+    if ws is None:
+        raise TypeError("pool_2d: give the window size ws=(rows, cols)")
+    stride = stride if stride is not None else (st if st is not None else ws)
+    pad = padding if padding is not None else pad
+    if mode == "average":
+        mode = "average_inc_pad"
+    if mode not in MODES:
+        raise ValueError(f"pool_2d: mode={mode!r}; use one of {MODES}")
+    if ignore_border is None:
+        ignore_border = False  # Theano's old default
+    if tuple(pad) != (0, 0) and not ignore_border:
+        raise ValueError("pool_2d: padding needs ignore_border=True (as in Theano)")
+    if any(p >= w for p, w in zip(pad, ws)):
+        raise ValueError(f"pool_2d: pad {tuple(pad)} must be smaller than the window {tuple(ws)}")
+    return Pool(tuple(ws), tuple(stride), tuple(pad), ignore_border, mode)(input)
