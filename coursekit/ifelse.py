@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 
 from .graph import Apply, Constant, Op, clone_replace, graph_inputs
+from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
 
 _IDS = itertools.count()
@@ -36,7 +37,7 @@ class IfElse(Op):
         return f"IfElse{{{self.name}}}" if self.name else "IfElse"
 
     def make_node(self, cond, *leaves):
-        outs = [a.type.clone(broadcastable=tuple(x and y for x, y in zip(a.type.broadcastable, b.type.broadcastable)))
+        outs = [TensorType(a.type.dtype, tuple(x and y for x, y in zip(a.type.broadcastable, b.type.broadcastable)))
                 for a, b in zip(self.then_outputs, self.else_outputs)]
         return Apply(self, [cond, *leaves], [t.make_variable() for t in outs])
 

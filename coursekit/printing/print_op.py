@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op
+from ..tensor.type import host_like
 
 
 class Print(Op):
@@ -29,7 +30,7 @@ class Print(Op):
         from ..tensor.var import as_tensor_variable
 
         x = as_tensor_variable(x)
-        return Apply(self, [x], [x.type.make_variable()])
+        return Apply(self, [x], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         value = inputs[0]

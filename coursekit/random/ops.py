@@ -20,7 +20,7 @@ import numpy as np
 
 from ..gradient import UndefinedGrad
 from ..graph import Apply, Op
-from ..tensor.type import TensorType
+from ..tensor.type import TensorType, host_like
 from . import mrg
 
 
@@ -41,7 +41,7 @@ class MRGUniform(Op):
         self.dtype, self.ndim = dtype, ndim
 
     def make_node(self, state, size):
-        return Apply(self, [state, size], [state.type.make_variable(),
+        return Apply(self, [state, size], [host_like(state),
                                            TensorType(self.dtype, (False,) * self.ndim).make_variable()])
 
     def perform(self, node, inputs, output_storage):
@@ -115,7 +115,7 @@ class NumpyRandom(Op):
 
     def make_node(self, state, *args):
         sample = TensorType(self.dtype, (False,) * self.ndim).make_variable()
-        return Apply(self, [state, *args], [state.type.make_variable(), sample])
+        return Apply(self, [state, *args], [host_like(state), sample])
 
     def perform(self, node, inputs, output_storage):
         state, *args = inputs

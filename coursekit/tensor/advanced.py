@@ -21,7 +21,7 @@ from .elemwise import reduce_to_broadcast
 from .math import cast, zeros_like
 from .math import sum as tsum
 from .subtensor import AdvancedSubtensor1, IncSubtensor, Subtensor, _describe, _encode
-from .type import TensorType
+from .type import TensorType, host_like
 from .var import as_tensor_variable
 
 _ARRAY = "array"  # placeholder kind for a tensor index input
@@ -186,7 +186,7 @@ class AdvancedIncSubtensor(Op):
                             f"has more dimensions than the indexed part of {x} ({target.ndim})")
         if y.type.dtype != x.type.dtype:
             y = cast(y, x.type.dtype)
-        return Apply(self, [x, y, *index_vars], [x.type.make_variable()])
+        return Apply(self, [x, y, *index_vars], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x, y, *values = inputs
@@ -262,4 +262,3 @@ def _inc_or_set(sub, y, set_instead_of_inc, what):
     else:
         template = node.op.template
     return AdvancedIncSubtensor(template, set_instead_of_inc)(base, y, *node.inputs[1:])
-

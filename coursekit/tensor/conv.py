@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op
-from .type import TensorType
+from .type import TensorType, host_like
 from .var import as_tensor_variable
 
 
@@ -138,7 +138,7 @@ class Conv2dGradInput(_ConvBase):
     """The input's gradient of a convolution (col2im of ``dout @ W``)."""
 
     def make_node(self, gz, w, x):
-        return Apply(self, [gz, w, x], [x.type.make_variable()])
+        return Apply(self, [gz, w, x], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         gz, w, x = inputs
@@ -150,7 +150,7 @@ class Conv2dGradWeights(_ConvBase):
     """The filters' gradient of a convolution (``dout^T @ cols``)."""
 
     def make_node(self, gz, x, w):
-        return Apply(self, [gz, x, w], [w.type.make_variable()])
+        return Apply(self, [gz, x, w], [host_like(w)])
 
     def perform(self, node, inputs, output_storage):
         gz, x, w = inputs

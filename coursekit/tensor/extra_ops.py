@@ -14,7 +14,7 @@ from ..graph import Apply, Constant, Op
 from . import math as M
 from .elemwise import Elemwise, reduce_to_broadcast
 from .scalar import ScalarOp, _zero_grads
-from .type import TensorType
+from .type import TensorType, host_like
 from .var import as_tensor_variable, weak_constants
 
 
@@ -159,7 +159,7 @@ class RepeatGrad(Op):
         self.axis = axis
 
     def make_node(self, x, gz, repeats):
-        return Apply(self, [x, gz, repeats], [x.type.make_variable()])
+        return Apply(self, [x, gz, repeats], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x, gz, repeats = inputs

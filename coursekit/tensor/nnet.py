@@ -5,6 +5,7 @@ import numpy as np
 
 from ..graph import Apply, Op
 from .math import log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
+from .type import host_like
 from .var import as_tensor_variable
 from . import conv  # noqa: E402,F401  (Theano's T.nnet.conv.conv2d)
 from .conv import conv2d  # noqa: E402,F401
@@ -17,7 +18,7 @@ class Softmax(Op):
         x = as_tensor_variable(x)
         if x.type.ndim not in (1, 2):
             raise TypeError(f"softmax takes a vector or a matrix, got {x.type}")
-        return Apply(self, [x], [x.type.make_variable()])
+        return Apply(self, [x], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x = inputs[0]
@@ -61,7 +62,7 @@ class LogSoftmax(Op):
         x = as_tensor_variable(x)
         if x.type.ndim not in (1, 2):
             raise TypeError(f"log_softmax takes a vector or a matrix, got {x.type}")
-        return Apply(self, [x], [x.type.make_variable()])
+        return Apply(self, [x], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x = inputs[0]

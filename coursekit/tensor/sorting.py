@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op
-from .type import TensorType
+from .type import TensorType, host_like
 from .var import as_tensor_variable
 
 
@@ -138,7 +138,7 @@ class UnsortGrad(Op):
         self.axis = axis
 
     def make_node(self, x, gz):
-        return Apply(self, [x, gz], [x.type.make_variable()])
+        return Apply(self, [x, gz], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x, gz = inputs

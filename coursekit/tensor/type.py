@@ -135,6 +135,12 @@ class TensorType(Type):
         )
 
 
+def host_like(var):
+    """A new host tensor variable with ``var``'s dtype and pattern: what a host op outputs, even when
+    its input has a device type (a shared variable living on a GPU device)."""
+    return TensorType(var.type.dtype, var.type.broadcastable).make_variable()
+
+
 def _ndim_hint(got, expected):
     if got == 0 and expected > 0:
         return "Wrap the value in a list or array."

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph import Apply, Op
+from ..type import TensorType, host_like
 from ..var import as_tensor_variable
 
 MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
@@ -40,8 +41,7 @@ class Pool(Op):
         x = as_tensor_variable(x)
         if x.type.ndim < 2:
             raise TypeError(f"pool_2d pools the last two axes; got {x.type}")
-        return Apply(self, [x], [x.type.clone(broadcastable=x.type.broadcastable[:-2] + (False, False))
-                                 .make_variable()])
+        return Apply(self, [x], [TensorType(x.type.dtype, x.type.broadcastable[:-2] + (False, False)).make_variable()])
 
     def geometry(self, shape):
         """(output rows, output cols, padded input with room for partial windows)."""
@@ -102,7 +102,7 @@ class PoolGrad(Op):
         self.pool = pool
 
     def make_node(self, x, out, gz):
-        return Apply(self, [x, out, gz], [x.type.make_variable()])
+        return Apply(self, [x, out, gz], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
         x, out, gz = inputs
