@@ -155,3 +155,44 @@ def test_profile_shows_the_inner_functions_ops():
     scan_node = [n for n in f.toposort() if type(n.op).__name__ == "Scan"][0]
     inner = scan_node.op.fn
     assert inner.profile is not None and "exp" in theano.printing.debugprint(inner, file="str")
+
+
+def test_a_scan_of_dot_over_rows_becomes_one_gemm():
+    X, W = T.dmatrix("X"), T.dmatrix("W")
+    out, _ = theano.scan(lambda x_t, W: T.dot(W, x_t), sequences=X, non_sequences=W)
+    out2, _ = theano.scan(lambda x_t: T.dot(x_t, W), sequences=X)
+    f = theano.function([X, W], [out, out2])
+    assert not any(type(n.op).__name__ == "Scan" for n in f.toposort())
+    assert any(name == "scan_dot_to_gemm" for _, name, _ in f.maker.fgraph.rewrite_log)
+    x, w = RNG.standard_normal((5, 3)), RNG.standard_normal((3, 3))
+    a, b = f(x, w)
+    np.testing.assert_allclose(a, x @ w.T)
+    np.testing.assert_allclose(b, x @ w)
+    slow = theano.function([X, W], out, mode="FAST_COMPILE")  # no rewrites: the loop itself
+    assert any(type(n.op).__name__ == "Scan" for n in slow.toposort())
+    np.testing.assert_allclose(slow(x, w), a)
+
+
+def test_on_a_gpu_device_the_loop_state_stays_in_device_memory():
+    rng = np.random.default_rng(5)
+    Wv, xv, hv = rng.standard_normal((4, 4)).astype("float32"), rng.standard_normal((6, 4)).astype("float32"), \
+        np.zeros(4, "float32")
+    results = {}
+    for device in ("cpu", "sim"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with theano.config.change(device=device):
+                W = theano.shared(Wv)
+                x, h0 = T.fmatrix("x"), T.fvector("h0")
+                h, _ = theano.scan(lambda x_t, prev: T.tanh(x_t + T.dot(prev, W)), sequences=x, outputs_info=h0)
+                f = theano.function([x, h0], [h, theano.grad(h.sum(), W)])
+                results[device] = f(xv, hv)
+                scans = [n.op for n in f.toposort() if "Scan" in str(n.op)]
+        if device == "sim":
+            forward = [op for op in scans if str(op) == "GpuScan{scan}"]
+            assert forward and all(op.device == "gpu" for op in forward)
+            inner = forward[0].cpu_op.device_fns["sim"]
+            kinds = [type(n.op).__name__ for n in inner.toposort()]
+            assert "GpuDot" in kinds and not {"GpuFromHost", "HostFromGpu"} & set(kinds)  # no transfer per step
+    for a, b in zip(results["cpu"], results["sim"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

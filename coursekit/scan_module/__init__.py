@@ -7,3 +7,4 @@
 """
 from .builder import ScanError, scan, until  # noqa: F401
 from .op import Scan, ScanInfo  # noqa: F401
+from . import rewrites  # noqa: F401,E402  (registers scan_dot_to_gemm)

@@ -42,6 +42,10 @@ class _LazyWhere:
     __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
 
 
+def _same(value):
+    return value
+
+
 @dataclass(frozen=True)
 class ScanInfo:
     """The static shape of a loop: how many of each kind of input, and the taps of each output."""
@@ -80,6 +84,7 @@ class Scan(Op):
         self.uid = next(_IDS)
         self.trace = trace  # the user's scan() call, for error messages
         self.fn = None
+        self.device_fns = {}  # device name -> inner function compiled for that GPU device
 
     def __str__(self):
         return f"Scan{{{self.info.name}}}"
@@ -131,6 +136,46 @@ class Scan(Op):
                                    profile=self.info.profile or None)
         return self.fn
 
+    def compile_inner_on_device(self):
+        """The inner graph for the current GPU device: inputs and outputs live in device memory.
+
+        Each host placeholder is replaced by ``host_from_gpu(device input)`` and
+        each output wrapped in ``gpu_from_host``; placement then lifts the step's
+        ops to the device and cuts every transfer pair, so a step moves no data
+        between host and device (see ``op.device_fns[name].toposort()``).
+        """
+        from ..compile.function import function
+        from ..compile.io import Out
+        from ..devices import current, device_variable
+        from ..devices.transfer import gpu_from_host, host_from_gpu
+        from ..graph import clone_replace
+
+        name = current().name
+        if name not in self.device_fns:
+            dev_inputs = [device_variable(v.type.dtype, v.type.broadcastable, v.name) for v in self.inner_inputs]
+            outs, _ = clone_replace(self.inner_outputs, {ph: host_from_gpu(dv) for ph, dv in
+                                                         zip(self.inner_inputs, dev_inputs)})
+            # borrow=False: a fused GpuElemwise may return a buffer of its own instead of writing into a kept
+            # output buffer, and the device thunk does not check for that (on the host, Elemwise does)
+            self.device_fns[name] = function(dev_inputs, [Out(gpu_from_host(o), borrow=False) for o in outs],
+                                             mode=self.info.mode, on_unused_input="ignore", trust_input=True,
+                                             name=f"{self.info.name} (inner function, {name})",
+                                             profile=self.info.profile or None)
+        return self.device_fns[name]
+
+    def gpu_perform(self, node, inputs, output_storage):
+        """The loop on a GPU device (placement wraps the op when its data fits the device): buffers,
+        state and every step stay in device memory; only n_steps and the stop condition are read back."""
+        from ..devices import current
+
+        device = current()
+        backend = getattr(device, "backend", None) or device
+        fn = self.compile_inner_on_device()
+        values = [backend.unwrap(v) if backend.is_device_array(v) else v for v in inputs]
+        results = self.run_loop(fn, values, backend.xp, backend.wrap, backend.unwrap)
+        for cell, value in zip(output_storage, results):
+            cell[0] = backend.wrap(value)
+
     def make_thunk(self, node, storage_map):
         fn = self.compile_inner()
         in_cells = [storage_map[v] for v in node.inputs]
@@ -149,36 +194,42 @@ class Scan(Op):
             cell[0] = value
 
     # ------------------------------------------------------------ the loop
-    def run_loop(self, fn, inputs):
+    def run_loop(self, fn, inputs, xp=np, wrap=None, unwrap=None):
+        """Run the steps.  ``inputs`` are ``xp`` arrays; ``wrap``/``unwrap`` convert to and from what
+        ``fn`` takes and gives (device arrays on a GPU device; None on the host)."""
         info = self.info
         n_steps, seqs, inits, states, nonseqs = self.split_inputs(inputs)
         n = self._check_lengths(int(n_steps), seqs, inits)
         buffers, depths = [None] * info.n_outs, [info.depth(k) for k in range(info.n_outs)]
         for k, init in zip(info.recurrent, inits):
             dtype = self.inner_outputs[k].type.dtype
-            buffers[k] = np.empty((depths[k] + n,) + init.shape[1:], dtype=dtype)
+            buffers[k] = xp.empty((depths[k] + n,) + tuple(init.shape[1:]), dtype=dtype)
             buffers[k][:depths[k]] = init[:depths[k]]
         tap_plan = [(buffers[k], depths[k], info.taps[k]) for k in info.recurrent]
-        states = list(states)
-        n_outs, n_shared, call = info.n_outs, info.n_shared, fn
+        wrap = wrap or _same
+        states = [wrap(v) for v in states]
+        nonseqs = [wrap(v) for v in nonseqs]
+        n_outs, n_shared = info.n_outs, info.n_shared
         steps_done = n
         for t in range(n):
-            args = [s[t, ...] for s in seqs]  # [t, ...] gives 0-d arrays, never NumPy scalars
+            args = [wrap(s[t, ...]) for s in seqs]  # [t, ...] gives 0-d arrays, never NumPy scalars
             for buf, depth, taps in tap_plan:
                 base = depth + t
-                args.extend(buf[base + tap, ...] for tap in taps)
+                args.extend(wrap(buf[base + tap, ...]) for tap in taps)
             args.extend(states)
             args.extend(nonseqs)
-            results = call(*args)
+            results = fn(*args)
+            if unwrap is not None:
+                results = [unwrap(r) if not isinstance(r, np.ndarray) else r for r in results]
             for k in range(n_outs):
                 value = results[k]
                 buf = buffers[k]
                 if buf is None:
-                    buf = buffers[k] = np.empty((n,) + np.shape(value), dtype=self.inner_outputs[k].type.dtype)
-                if buf.shape[1:] != np.shape(value):
-                    self._shape_error(k, t, np.shape(value), buf.shape[1:])
+                    buf = buffers[k] = xp.empty((n,) + tuple(value.shape), dtype=self.inner_outputs[k].type.dtype)
+                if buf.shape[1:] != value.shape:
+                    self._shape_error(k, t, value.shape, buf.shape[1:])
                 buf[depths[k] + t] = value
-            states = [np.array(v, copy=True) for v in results[n_outs:n_outs + n_shared]]
+            states = [wrap(xp.array(v, copy=True)) for v in results[n_outs:n_outs + n_shared]]
             if info.until and bool(results[-1]):
                 steps_done = t + 1
                 break
@@ -186,9 +237,9 @@ class Scan(Op):
         for k in range(n_outs):
             buf = buffers[k]
             if buf is None:  # zero steps: an empty trace of the right rank
-                buf = np.empty((0,) * (self.inner_outputs[k].type.ndim + 1), dtype=self.inner_outputs[k].type.dtype)
+                buf = xp.empty((0,) * (self.inner_outputs[k].type.ndim + 1), dtype=self.inner_outputs[k].type.dtype)
             traces.append(buf[depths[k]:depths[k] + steps_done])
-        return traces + states
+        return traces + [unwrap(v) if unwrap is not None else v for v in states]
 
     def _check_lengths(self, n, seqs, inits):
         where = _LazyWhere(self.trace)
