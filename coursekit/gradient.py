@@ -222,3 +222,12 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
                 raise AssertionError(
                     f"verify_grad: gradient of input {i} is wrong at index {worst}: symbolic {a[worst]!r}, "
                     f"finite differences {n[worst]!r} (abs_tol={abs_tol}, rel_tol={rel_tol}, eps={eps})")
+
+
+def __getattr__(name):
+    # Theano's gradient.Rop / gradient.Lop live in coursekit.rop (Jacobian products built on grad)
+    if name in ("Rop", "Lop"):
+        from . import rop
+
+        return getattr(rop, name)
+    raise AttributeError(f"module 'coursekit.gradient' has no attribute {name!r}")

@@ -86,14 +86,19 @@ def test_multinomial_gives_one_hot_counts(streams):
     assert abs(counts[1::2, 0].mean() - 0.5) < 0.1
 
 
-def test_mrg_numbers_are_the_same_on_cpu_and_sim():
+def test_mrg_runs_on_the_gpu_device_with_the_same_numbers_as_on_the_cpu():
     results = []
     for device in ("cpu", "sim"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with theano.config.change(device=device):
                 srng = MRG_RandomStreams(seed=99)
-                results.append(theano.function([], [srng.uniform((5, 7)), srng.normal((4,))])())
+                f = theano.function([], [srng.uniform((5, 7)), srng.normal((4,)),
+                                         srng.multinomial(pvals=np.full((3, 2), 0.5, "float32"))])
+                results.append(f() + f())  # two calls: the advanced state too
+                ops = [str(n.op) for n in f.toposort()]
+        if device == "sim":
+            assert "GpuMRGUniform{float32, 2}" in ops and "GpuSearchCDF" in ops
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 

@@ -294,3 +294,31 @@ def test_print_op_prints_at_run_time_and_passes_the_gradient(capsys):
     assert "x is shape = (2,)" in out and "x is __str__ = [1. 3.]" in out
     np.testing.assert_array_equal(value, [2, 6])
     np.testing.assert_array_equal(grad, [2, 6])
+
+
+def test_rop_and_lop_match_jacobian_products():
+    W, V, x, v = T.dmatrix("W"), T.dmatrix("V"), T.dvector("x"), T.dvector("v")
+    y = T.tanh(T.dot(x, W))
+    f = theano.function([W, V, x, v], [T.Rop(y, W, V), theano.gradient.Lop(y, W, v)])
+    Wv, Vv, xv, vv = floats((3, 2)), floats((3, 2)), floats(3), floats(2)
+    jv, vj = f(Wv, Vv, xv, vv)
+    eps = 1e-6
+    numeric = (np.tanh(xv @ (Wv + eps * Vv)) - np.tanh(xv @ (Wv - eps * Vv))) / (2 * eps)
+    np.testing.assert_allclose(jv, numeric, rtol=1e-6)
+    np.testing.assert_allclose(vj, np.outer(xv, vv * (1 - np.tanh(xv @ Wv) ** 2)))
+    with pytest.raises(TypeError, match="same rank"):
+        T.Rop(y, W, v)
+
+
+def test_transfer_and_pydotprint_options():
+    x = T.fvector("x")
+    on_device = T.exp(x).transfer("gpu")
+    assert type(on_device.owner.op).__name__ == "GpuFromHost"
+    assert type(on_device.transfer("cpu").owner.op).__name__ == "HostFromGpu"
+    assert x.transfer("cpu") is x
+    with pytest.raises(ValueError, match="use 'cpu', or 'gpu'"):
+        x.transfer("tpu")
+    picture = theano.printing.pydotprint(theano.function([x], T.exp(x)), var_with_name_simple=True, compact=True)
+    assert picture is not None
+    with pytest.raises(TypeError, match="unknown option"):
+        theano.printing.pydotprint(theano.function([x], T.exp(x)), colour=True)

@@ -61,8 +61,17 @@ class GraphPicture:
         return f"<GraphPicture {self.layout.title or ''} ({n_ops} ops, {self.format})>"
 
 
-def pydotprint(fn_or_vars, outfile=None, format="svg"):
+_THEANO_OPTIONS = {"compact", "with_ids", "high_contrast", "scan_graphs", "print_output_file", "return_image",
+                   "max_label_size", "cond_highlight", "colorCodes"}
+
+
+def pydotprint(fn_or_vars, outfile=None, format="svg", var_with_name_simple=False, **theano_options):
     """Draw a (compiled) graph: inputs at the top, outputs at the bottom.
+
+    Theano's keyword options are accepted so its scripts run: ``var_with_name_simple``
+    (named variables show only their name: what this picture always does), and
+    ``compact``, ``with_ids``, ``high_contrast``, ``scan_graphs``, ``print_output_file``,
+    ``return_image``, ``max_label_size``, ``cond_highlight``, ``colorCodes`` (no effect here).
 
     Apply nodes are boxes coloured by where they run (CPU, GPU) and transfer
     ops are red with a thick dashed border and a ⇅ mark, because counting
@@ -70,6 +79,10 @@ def pydotprint(fn_or_vars, outfile=None, format="svg"):
     inputs carry the input's position.  Hover a box (SVG) for its full text.
     Returns a :class:`GraphPicture`; with ``outfile`` it is also saved there.
     """
+    unknown = set(theano_options) - _THEANO_OPTIONS
+    if unknown:
+        raise TypeError(f"pydotprint: unknown option(s) {sorted(unknown)}; Theano's options are "
+                        f"{sorted(_THEANO_OPTIONS | {'var_with_name_simple'})}")
     picture = GraphPicture(build_layout(fn_or_vars), format=format)
     if outfile is not None:
         picture.save(outfile, format=format)

@@ -25,7 +25,8 @@ from . import mrg
 
 
 def _size_tuple(size, what):
-    shape = tuple(int(s) for s in np.asarray(size).reshape(-1))
+    """The shape an int-vector size input holds (NumPy or CuPy: ``tolist`` reads either)."""
+    shape = tuple(int(s) for s in size.tolist())
     if any(s < 0 for s in shape):
         raise ValueError(f"{what}: negative size in {shape}")
     return shape
@@ -58,8 +59,25 @@ class MRGUniform(Op):
         output_storage[0][0] = new_state
         output_storage[1][0] = mrg.to_dtype(flat, self.dtype, xp).reshape(shape)
 
+    def gpu_perform(self, node, inputs, output_storage):
+        """On a GPU device: the same integer recurrence in device memory, so the same numbers as on the host."""
+        on_device(self.run, inputs, output_storage)
+
     def L_op(self, inputs, outputs, output_grads):
         return [None, None]
+
+
+def on_device(run, inputs, output_storage):
+    """Call ``run(xp, inputs, output_storage)`` with the current GPU device's array module, unwrapping the
+    device inputs and wrapping the outputs (placement runs an op's ``gpu_perform`` under its device)."""
+    from ..devices import current
+
+    device = current()
+    backend = getattr(device, "backend", None) or device
+    values = [backend.unwrap(v) if backend.is_device_array(v) else v for v in inputs]
+    run(backend.xp, values, output_storage)
+    for cell in output_storage:
+        cell[0] = backend.wrap(cell[0])
 
 
 def pcg_state_vector(seed):
@@ -164,6 +182,9 @@ class SearchCDF(Op):
             expanded = u.reshape(u.shape[0], -1)
             idx = (expanded[:, :, None] >= cdf[:, None, :]).sum(axis=-1).reshape(u.shape)
         output_storage[0][0] = xp.minimum(idx, p.shape[-1] - 1).astype("int64")
+
+    def gpu_perform(self, node, inputs, output_storage):
+        on_device(self.run, inputs, output_storage)
 
     def L_op(self, inputs, outputs, output_grads):
         return [UndefinedGrad("a categorical draw has no derivative with respect to its probabilities"), None]

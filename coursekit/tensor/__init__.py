@@ -84,6 +84,20 @@ for _plural_name, _rank in (("scalars", "scalar"), ("vectors", "vector"), ("matr
         globals()[_prefix + _plural_name] = _plural(_rank, _dtype)
 
 
+def Rop(f, wrt, eval_points):  # noqa: N802 - Theano's name
+    """``J v`` (see :mod:`coursekit.rop`)."""
+    from ..rop import Rop as _rop
+
+    return _rop(f, wrt, eval_points)
+
+
+def Lop(f, wrt, eval_points):  # noqa: N802 - Theano's name
+    """``v^T J`` (see :mod:`coursekit.rop`)."""
+    from ..rop import Lop as _lop
+
+    return _lop(f, wrt, eval_points)
+
+
 def grad(cost, wrt, **kwargs):
     """Symbolic gradient (see :func:`coursekit.gradient.grad`)."""
     from ..gradient import grad as _grad

@@ -139,6 +139,19 @@ class _TensorMethods:
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
+
+    def transfer(self, target):
+        """Theano's ``x.transfer('cpu')`` / ``x.transfer('gpu')`` (or a device name): an explicit transfer op,
+        or ``x`` itself when it already lives there."""
+        from .. import gpu_from_host, host_from_gpu
+
+        on_device = hasattr(self.type, "host_type")
+        if target == "cpu":
+            return host_from_gpu(self) if on_device else self
+        if not isinstance(target, str) or not (target in ("gpu", "sim", "cuda", "dev0") or target.startswith("cuda")
+                                               or target.startswith("dev")):
+            raise ValueError(f"transfer({target!r}): use 'cpu', or 'gpu' (also 'cuda', 'cuda:N', 'sim', 'devN')")
+        return self if on_device else gpu_from_host(self)
     def exp(self): return _M().exp(self)
     def log(self): return _M().log(self)
     def sqrt(self): return _M().sqrt(self)
