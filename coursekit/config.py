@@ -64,6 +64,18 @@ _MODES = ("FAST_RUN", "FAST_COMPILE", "DebugMode")
 _MODE_ALIASES = {"DEBUG_MODE": "DebugMode", "debug": "DebugMode"}
 
 
+def _gpu_model(name, value):
+    """A built-in GPU preset or a calibrated one (see coursekit.devices.presets)."""
+    from .devices import presets  # the preset list lives with the devices; config is imported first
+
+    value = str(value).strip().lower()
+    if value not in presets.available():
+        raise ValueError(f"coursekit.config.gpu_model={value!r} is not valid; choose one of "
+                         f"{', '.join(map(repr, presets.available()))} (or calibrate this machine's GPU with "
+                         "`python -m coursekit calibrate`)")
+    return value
+
+
 def _mode(name, value):
     value = _MODE_ALIASES.get(value, value)
     return _choice(*_MODES)(name, value)
@@ -107,6 +119,10 @@ _SPEC = {
     "scan.allow_gc": (True, _boolean, "accepted (Theano: free scan's inner buffers)"),
     "scan.allow_output_prealloc": (True, _boolean, "accepted"),
     "assert_no_cpu_op": ("ignore", _choice("ignore", "warn", "raise", "pdb"), "accepted; no effect here"),
+    # t4 by default: modelled figures should describe a GPU a student can actually get today (free notebook
+    # services lend T4s), not the 2012 card of the tutorial; lessons that compare with the seeds' figures ask
+    # for gtx580 by name.
+    "gpu_model": ("t4", _gpu_model, "GPU preset of the cost model (modelled times): gtx580, t4, a100, h100..."),
 }
 # Theano's warn.* flags warned about bugs of old Theano versions; those bugs never existed here.
 for _bug in ("argmax_pushdown_bug", "gpusum_01_011_0111_bug", "sum_sum_bug", "sum_div_dimshuffle_bug",
@@ -114,7 +130,7 @@ for _bug in ("argmax_pushdown_bug", "gpusum_01_011_0111_bug", "sum_sum_bug", "su
              "inc_set_subtensor1", "round", "identify_1pexp_bug", "inc_subtensor1_opt"):
     _SPEC[f"warn.{_bug}"] = (False, _boolean, "accepted; the old-Theano bug it warns about does not exist here")
 _SPEC["warn.ignore_bug_before"] = ("0.9", _text, "accepted; the old-Theano bugs it concerns do not exist here")
-_MAIN_FLAGS = ("device", "floatX", "mode", "allow_gc", "profile", "warn_float64", "on_opt_error")
+_MAIN_FLAGS = ("device", "floatX", "mode", "allow_gc", "profile", "warn_float64", "on_opt_error", "gpu_model")
 
 
 class Config:

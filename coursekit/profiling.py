@@ -204,11 +204,13 @@ class ProfileStats:
     def apply_rows(self):
         """One row per Apply node (every function), slowest first."""
         rows, many = [], len(self.records) > 1
+        modelled = self.modelled_times()
         for r in self.records:
             for i, node in enumerate(r.nodes):
                 label = f"{r.name}:{i}" if many else str(i)
                 rows.append(dict(name=str(node), key=label, index=i, function=r.name, time=r.apply_time[i],
-                                 calls=r.timed_calls, applies=1, kind=r.kinds[i], inputs=r.input_info[i] or []))
+                                 calls=r.timed_calls, applies=1, kind=r.kinds[i], inputs=r.input_info[i] or [],
+                                 modelled=modelled.get((id(r), i))))
         return self._finish_rows(rows)
 
     def class_rows(self):
@@ -220,12 +222,14 @@ class ProfileStats:
         return self._group(lambda node: str(node.op))
 
     def _group(self, key_of):
-        groups = {}
+        groups, modelled = {}, self.modelled_times()
         for r in self.records:
             for i, node in enumerate(r.nodes):
                 row = groups.setdefault(key_of(node), dict(name=key_of(node), time=0.0, calls=0, applies=0,
-                                                           kinds={}))
+                                                           kinds={}, modelled=None))
                 row["time"] += r.apply_time[i]
+                if (id(r), i) in modelled:
+                    row["modelled"] = (row["modelled"] or 0.0) + modelled[(id(r), i)]
                 row["calls"] += r.timed_calls
                 row["applies"] += 1
                 time_count = row["kinds"].get(r.kinds[i], (0.0, 0))
@@ -238,6 +242,8 @@ class ProfileStats:
         total, running = self.thunk_time, 0.0
         rows.sort(key=lambda row: -row["time"])
         for row in rows:
+            if row.get("modelled") is not None:  # modelled seconds per call, like per_call
+                row["modelled"] = row["modelled"] / row["calls"] if row["calls"] else 0.0
             running += row["time"]
             row["percent"] = 100.0 * row["time"] / total if total else 0.0
             row["cumulative"] = 100.0 * running / total if total else 0.0
@@ -259,13 +265,38 @@ class ProfileStats:
         return split
 
     def device_line(self):
+        """Measured time in CPU, GPU and transfer ops; says when the "GPU" was simulated (CPU times)."""
         s = self.device_split()
         t = s["transfer"]
         per_call = f", {t['count'] / self.timed_calls:g} per call" if self.timed_calls else ""
-        return ("Time by where ops ran: "
+        where = " (measured on a SIMULATED GPU: CPU times)" if self.simulated else " (measured)"
+        return (f"Time by where ops ran{where}: "
                 + " | ".join(f"{KIND_NAMES[k]} ops {format_time(s[k]['time'])} ({s[k]['percent']:.1f}%)"
                              for k in KINDS)
                 + f" — {t['count']} transfers{per_call}, {format_bytes(t['bytes'])} moved")
+
+    # ------------------------------------------------------ modelled GPU
+    @property
+    def has_device_ops(self):
+        """True when some profiled op ran on a GPU device or was a transfer (those get modelled times)."""
+        return any(kind != "cpu" for r in self.records for kind in r.kinds)
+
+    def modelled_times(self, model=None):
+        """{(id(record), node index): modelled seconds over the timed calls}, for GPU and transfer ops.
+
+        Computed when asked (a report), never during a profiled call; see coursekit.modelled.
+        """
+        if not self.has_device_ops:
+            return {}
+        from .modelled import modelled_apply_times
+
+        return modelled_apply_times(self, model)
+
+    def modelled_line(self, model=None):
+        """The CPU/GPU/transfer line with GPU and transfer ops *modelled* on ``config.gpu_model``."""
+        from .modelled import modelled_device_line
+
+        return modelled_device_line(self, model)
 
     def notes(self):
         """Sentences every view prints: the device, the warm-up rule, the simulation caveat."""
@@ -275,6 +306,11 @@ class ProfileStats:
         if self.simulated:
             lines.append("SIMULATED GPU: these are CPU times of a simulation (NumPy on the CPU), "
                          "not GPU timings.")
+        if self.has_device_ops:
+            from .devices.costmodel import model
+
+            lines.append(f"'{model().label}' figures are predictions of a cost model for {model().spec.name} "
+                         "from each op's bytes, FLOPs and launches (shapes of the last call), not measurements.")
         return lines
 
     # ---------------------------------------------------------------- views

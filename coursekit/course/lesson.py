@@ -5,11 +5,18 @@
 * :func:`time_call` times a callable the way the lessons teach: warm up
   first (compilation), synchronise the device, take the best of several
   repeats, and label the result with the device that really ran it — a
-  simulated-GPU timing is a CPU timing and says so.
-* :class:`Table` renders a list of rows as HTML in Jupyter and as text elsewhere.
+  simulated-GPU timing is a CPU timing and says so.  BLAS is pinned to one
+  thread while it measures (threadpoolctl), so that a busy machine, whose
+  extra BLAS threads stall, cannot make one version look faster than another.
+  For a compiled function with GPU ops it also gives the *modelled* time on
+  the preset GPU (``Timing.modelled``, see :mod:`coursekit.modelled`), always
+  labelled as modelled.
+* :class:`Table` renders a list of rows as HTML in Jupyter and as text elsewhere;
+  :func:`comparison` builds the lessons' "measured vs modelled" table.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import time
@@ -39,12 +46,21 @@ def device_label():
 
 @dataclass
 class Timing:
-    """Seconds per call, and where they were measured."""
+    """Seconds per call, where they were measured, and (for GPU graphs) the modelled time.
+
+    ``best``/``median``: measured.  ``modelled``: a
+    :class:`coursekit.modelled.ModelledCall` (its ``device`` part is modelled,
+    its ``host`` part is this measurement minus the measured device ops) or
+    None.  ``blas_threads``: the BLAS thread count during the measurement
+    (None: not pinned).
+    """
 
     best: float
     median: float
     calls: int
     device: str
+    modelled: object = None
+    blas_threads: int | None = None
 
     @property
     def simulated(self):
@@ -54,9 +70,20 @@ class Timing:
         lowered = self.device.lower()
         note = (" (emulator: CPU time, not a GPU timing)" if "emulat" in lowered else
                 " (simulated GPU: CPU time)" if "simulated" in lowered else "")
-        return f"{format_seconds(self.best)} per call{note}"
+        return f"{format_seconds(self.best)} per call measured{note}"
 
     __repr__ = __str__
+
+    def describe(self):
+        """Every figure, each with its label (measured, where, BLAS threads; modelled, which preset)."""
+        lines = [f"measured: {self} on {self.device}" + (f"; BLAS pinned to {self.blas_threads} thread"
+                                                         if self.blas_threads else "")]
+        if self.modelled is not None:
+            lines.append(f"{self.modelled.label}: {format_seconds(self.modelled.device)} device work"
+                         + (f" + {format_seconds(self.modelled.host)} measured host time = "
+                            f"{format_seconds(self.modelled.total)} per call" if self.modelled.host is not None
+                            else ""))
+        return "\n".join(lines)
 
 
 def format_seconds(seconds):
@@ -67,13 +94,57 @@ def format_seconds(seconds):
     return f"{seconds:.3f} s"
 
 
-def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True):
+@contextlib.contextmanager
+def one_blas_thread(threads=1):
+    """Pin BLAS (OpenBLAS, MKL...) to ``threads`` threads inside the block (``None``: leave it alone).
+
+    On a shared or busy machine a multi-threaded BLAS call waits for its
+    slowest thread, and the wait lands on whichever version is being timed:
+    that is how a simulated GPU once looked "15x faster" than the CPU. One
+    thread makes timings steady and comparable.
+    """
+    if threads is None:
+        yield None
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        yield threads
+
+
+def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True, blas_threads=1, model=True):
     """Best and median seconds per call of ``fn(*args)``.
 
     The first ``warmup`` calls are not timed (compilation, caches).  With
     ``sync=True`` the device is synchronised before the clock stops, so GPU
-    work that was only *queued* is not mistaken for finished work.
+    work that was only *queued* is not mistaken for finished work.  BLAS runs
+    on ``blas_threads`` threads while timing (``None`` leaves it alone).
+
+    ``model=True`` and ``fn`` a compiled function with GPU ops: also the
+    modelled time on ``config.gpu_model`` (or the preset named by ``model``),
+    in ``Timing.modelled``.  Finding the shapes takes a few more calls of
+    ``fn`` (with their updates, like any call).
     """
+    with one_blas_thread(blas_threads):
+        timing = _time(fn, args, number, repeat, warmup, device, sync)
+        timing.blas_threads = blas_threads
+        if model and _has_gpu_ops(fn):
+            from ..devices import costmodel
+            from ..modelled import predict_call
+
+            preset = costmodel.model(model if isinstance(model, str) else None)
+            timing.modelled = predict_call(fn, *args, model=preset)
+    return timing
+
+
+def _has_gpu_ops(fn):
+    from ..modelled import is_modelled
+
+    nodes = getattr(fn, "nodes", None)
+    return bool(nodes) and hasattr(fn, "storage_map") and any(is_modelled(node) for node in nodes)
+
+
+def _time(fn, args, number, repeat, warmup, device, sync):
     from ..devices import synchronize
 
     for _ in range(warmup):
@@ -100,6 +171,32 @@ def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True
     kernel_label = f"CUDA kernel on the {backend}" if isinstance(backend, str) else None
     label = device or getattr(fn, "device", None) or kernel_label or device_label()
     return Timing(min(samples), statistics.median(samples), number * repeat, label)
+
+
+def comparison(timings, baseline=None, caption=None):
+    """The lessons' table: measured per call (and where), modelled device work, modelled call, speed-ups.
+
+    ``timings``: ``{version: Timing}``; ``baseline``: the version speed-ups are
+    relative to (default: the first).  Measured and modelled figures sit in
+    separate, labelled columns; a version without GPU ops has no modelled figure.
+    """
+    names = list(timings)
+    base = timings[baseline or names[0]]
+    labels = sorted({t.modelled.label for t in timings.values() if t.modelled is not None})
+    model_name = labels[0] if len(labels) == 1 else "modelled"
+    header = ["version", "measured per call", "measured on", f"device work, {model_name}",
+              f"call, {model_name} device + measured host", "speed-up, measured", "speed-up, modelled"]
+    rows = []
+    for name in names:
+        t = timings[name]
+        m = t.modelled
+        reference = base.modelled.total if base.modelled is not None else base.best
+        rows.append([name, format_seconds(t.best), t.device, format_seconds(m.device) if m else "—",
+                     format_seconds(m.total) if m else "—", f"×{base.best / t.best:.2f}",
+                     f"×{reference / m.total:.2f}" if m else "—"])
+    blas = {t.blas_threads for t in timings.values()}
+    note = "BLAS pinned to 1 thread while measuring" if blas == {1} else "BLAS threads not pinned"
+    return Table(header, rows, caption=(caption + "; " if caption else "") + note)
 
 
 class Table:

@@ -14,6 +14,9 @@ from ..graph import Apply, Constant, Op
 from ..tensor.elemwise import DimShuffle, _broadcast_checker, fits_buffer
 from ..tensor.reduction import _REDUCERS
 from ..tensor.subtensor import _decode, _describe, _output_bcast
+from ..tensor.blas import Dot, Gemm
+from ..tensor.elemwise import Elemwise
+from ..tensor.reduction import CAReduce
 from .types import GpuArrayType
 
 
@@ -50,6 +53,8 @@ class GpuElemwise(GpuOp):
 
     def __str__(self):
         return f"GpuElemwise{{{self.scalar_op}}}"
+
+    work = Elemwise.work  # same scalar op, same inputs: the same work
 
     def make_node(self, *inputs):
         for i in inputs:
@@ -101,6 +106,8 @@ class GpuCAReduce(GpuOp):
     def __str__(self):
         return f"GpuCAReduce{{{self.scalar_name}, axis={list(self.axis)}}}"
 
+    work = CAReduce.work
+
     def make_node(self, x):
         bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i not in self.axis)
         dtype = _REDUCERS[self.scalar_name](np.ones((1,), dtype=x.type.dtype)).dtype.name
@@ -116,6 +123,7 @@ class GpuCAReduce(GpuOp):
 
 class GpuDot(GpuOp):
     __props__ = ("backend_name",)
+    work = Dot.work
 
     def __init__(self, backend):
         self._init_backend(backend)
@@ -140,6 +148,8 @@ class GpuGemm(GpuOp):
         self.inplace = inplace
         self.destroy_map = {0: [0]} if inplace else {}
         self._init_backend(backend)
+
+    work = Gemm.work
 
     def __str__(self):
         return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"

@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import Apply, Op
 from ..tensor.type import TensorType
 from ..tensor.var import as_tensor_variable
+from ..work import transfer_work
 from .simarray import is_device_array
 from .types import GpuArrayType
 
@@ -56,6 +57,9 @@ class GpuFromHost(_Transfer):
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = self.backend.to_device(inputs[0])
 
+    def work(self, node, shapes, dtypes):
+        return transfer_work(shapes[0], dtypes[0], to_device=True)
+
     def make_thunk(self, node, storage_map):
         """Copy into the previous device buffer when it fits (a borrowed or kept buffer), else allocate."""
         src, dst = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
@@ -85,6 +89,9 @@ class HostFromGpu(_Transfer):
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = self.backend.to_host(inputs[0])
+
+    def work(self, node, shapes, dtypes):
+        return transfer_work(shapes[0], dtypes[0], to_device=False)
 
     def make_thunk(self, node, storage_map):
         """Copy into the previous host buffer when it fits: with ``Out(borrow=True)`` that buffer is reused."""

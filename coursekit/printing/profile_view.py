@@ -55,28 +55,44 @@ def _table(title, rows, limit, header, cells, noun):
     return lines
 
 
-def _common(row):
-    return (f"  {row['percent']:6.1f}%  {row['cumulative']:6.1f}%  {format_time(row['time']):>9}  "
+def _common(row, modelled=False):
+    text = (f"  {row['percent']:6.1f}%  {row['cumulative']:6.1f}%  {format_time(row['time']):>9}  "
             f"{format_time(row['per_call']):>9}")
+    if modelled:  # the modelled GPU column: only in profiles with GPU or transfer ops
+        text += f"  {format_time(row['modelled']) if row.get('modelled') is not None else '-':>9}"
+    return text
+
+
+def _modelled_header(profile):
+    if not profile.has_device_ops:
+        return ""
+    from ..devices.costmodel import model
+
+    return f" <{model().label} per call>"
 
 
 def summary_text(profile, n_ops_to_print=20, n_apply_to_print=20):
     """The whole summary as text (``ProfileStats.summary`` prints it)."""
     lines = _function_lines(profile)
-    head = "  <% time> <sum %> <apply time> <time per call> <where> <#call> <#apply>"
+    modelled = profile.has_device_ops
+    per_call = "<time per call>" + _modelled_header(profile)
+    head = f"  <% time> <sum %> <apply time> {per_call} <where> <#call> <#apply>"
 
     def group(row):
-        return f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['applies']:5d}   {row['name']}"
+        return f"{_common(row, modelled)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['applies']:5d}   {row['name']}"
 
     def apply_cells(row):
-        return f"{_common(row)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['key']:>5}   {row['name']}"
+        return f"{_common(row, modelled)}  {KIND_NAMES[row['kind']]:>8} {row['calls']:7d} {row['key']:>5}   {row['name']}"
 
     lines += _table("Class", profile.class_rows(), n_ops_to_print, head + " <Class name>", group, "classes")
     lines += _table("Ops", profile.op_rows(), n_ops_to_print, head + " <Op name>", group, "ops")
     lines += _table("Apply", profile.apply_rows(), n_apply_to_print,
-                    "  <% time> <sum %> <apply time> <time per call> <where> <#call> <id> <Apply name>",
+                    f"  <% time> <sum %> <apply time> {per_call} <where> <#call> <id> <Apply name>",
                     apply_cells, "applies")
-    lines += ["", profile.device_line(), ""]
+    lines += ["", profile.device_line()]
+    if modelled:
+        lines.append(profile.modelled_line())
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -90,14 +106,18 @@ def _kind_cell(kind):
     return f'<td {_TL}><span style="color:{colour}; font-weight:bold">{KIND_NAMES[kind]}</span></td>'
 
 
-def _html_table(title, rows, limit, name_header):
-    head = "".join(f"<th {_TD}>{h}</th>" for h in ("% time", "cum. %", "time", "per call", "where", "#call",
-                                                     "#apply"))
+def _html_table(title, rows, limit, name_header, modelled=""):
+    headers = ("% time", "cum. %", "time", "per call") + ((f"{modelled} per call",) if modelled else ()) + (
+        "where", "#call", "#apply")
+    head = "".join(f"<th {_TD}>{escape(h)}</th>" for h in headers)
     body = []
     for row in rows[:limit]:
+        model_cell = ""
+        if modelled:
+            model_cell = f"<td {_TD}>{format_time(row['modelled']) if row.get('modelled') is not None else '—'}</td>"
         body.append(f"<tr><td {_TD}>{row['percent']:.1f}%</td><td {_TD}>{row['cumulative']:.1f}%</td>"
                     f"<td {_TD}>{format_time(row['time'])}</td><td {_TD}>{format_time(row['per_call'])}</td>"
-                    f"{_kind_cell(row['kind'])}<td {_TD}>{row['calls']}</td><td {_TD}>{row['applies']}</td>"
+                    f"{model_cell}{_kind_cell(row['kind'])}<td {_TD}>{row['calls']}</td><td {_TD}>{row['applies']}</td>"
                     f"<td {_TL}>{escape(row['name'])}{_inputs_html(row)}</td></tr>")
     more = f"<p><i>… {len(rows) - limit} more not shown</i></p>" if len(rows) > limit else ""
     return (f"<h4>{title}</h4><table><tr>{head}<th {_TL}>{name_header}</th></tr>{''.join(body)}</table>{more}")
@@ -118,11 +138,13 @@ def profile_html(profile, limit=15):
     bar = "".join(f'<span style="display:inline-block; height:14px; width:{max(split[k]["percent"], 0) * 3:.0f}px; '
                   f'background:{STYLES[k][1]}" title="{KIND_NAMES[k]} {split[k]["percent"]:.1f}%"></span>'
                   for k in KINDS)
+    modelled = _modelled_header(profile).strip(" <>").replace(" per call", "")
+    model_line = f"<p><i>{escape(profile.modelled_line())}</i></p>" if modelled else ""
     parts = [f'<div class="coursekit-profile"><p>{summary}</p>',
-             f"<p{warn}>{escape(profile.device_line())}</p><div>{bar}</div>",
-             _html_table("Class", profile.class_rows(), limit, "class"),
-             _html_table("Ops", profile.op_rows(), limit, "op"),
-             _html_table("Apply", profile.apply_rows(), limit, "apply node"), "</div>"]
+             f"<p{warn}>{escape(profile.device_line())}</p><div>{bar}</div>{model_line}",
+             _html_table("Class", profile.class_rows(), limit, "class", modelled),
+             _html_table("Ops", profile.op_rows(), limit, "op", modelled),
+             _html_table("Apply", profile.apply_rows(), limit, "apply node", modelled), "</div>"]
     return "\n".join(parts)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op
+from ..work import matmul_work
 from .type import TensorType
 
 
@@ -35,6 +36,9 @@ class Dot(Op):
     def perform(self, node, inputs, output_storage):
         x, y = inputs
         output_storage[0][0] = np.asarray(np.dot(x, y))  # vector . vector gives a scalar
+
+    def work(self, node, shapes, dtypes):
+        return matmul_work(shapes[0], shapes[1], node.outputs[0].type.dtype)
 
     def make_thunk(self, node, storage_map):
         a, b = (storage_map[v] for v in node.inputs)
@@ -91,6 +95,10 @@ class Gemm(Op):
     def perform(self, node, inputs, output_storage):
         z, alpha, x, y, beta = inputs
         output_storage[0][0] = gemm_numpy(z, alpha, x, y, beta, self.inplace)
+
+    def work(self, node, shapes, dtypes):
+        """``beta·z + alpha·x·y``: the product's FLOPs plus the scaling; reads z, x, y."""
+        return matmul_work(shapes[2], shapes[3], node.outputs[0].type.dtype, z_shape=shapes[0], scale=True)
 
     def make_thunk(self, node, storage_map):
         """Read constant alpha/beta once, at link time, as Python floats."""

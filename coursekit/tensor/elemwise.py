@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op
+from ..work import elementwise_work
 from .type import TensorType
 
 
@@ -49,6 +50,10 @@ class Elemwise(Op):
             cell[0] = result = as_ndarray(self.scalar_op.impl(*inputs))
             if any(np.shape(i) != result.shape for i in inputs):
                 _broadcast_checker(node)(inputs, result.shape)
+
+    def work(self, node, shapes, dtypes):
+        """One pass over memory: see :func:`coursekit.work.elementwise_work`."""
+        return elementwise_work(self.scalar_op, shapes, dtypes, node.outputs[0].type.dtype)
 
     def make_thunk(self, node, storage_map):
         # Specialised closures: this is the hot path of every compiled function.

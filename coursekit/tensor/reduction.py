@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from ..graph import Apply, Op
+from ..work import reduction_work
 from .type import TensorType
 
 _REDUCERS = {"add": np.sum, "maximum": np.max, "minimum": np.min, "mul": np.prod}
@@ -66,6 +67,9 @@ class CAReduce(Op):
         if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
         output_storage[0][0] = np.asarray(self.reducer(x, axis=self.axis))  # a full reduction gives a scalar
+
+    def work(self, node, shapes, dtypes):
+        return reduction_work(shapes[0], dtypes[0], node.outputs[0].type.dtype, self.axis)
 
     def make_thunk(self, node, storage_map):
         if self.scalar_name != "add":

@@ -1,0 +1,187 @@
+"""A cost model of a GPU: what a node, a call, a loop *would* take on a given card.
+
+Most students have no NVIDIA GPU, and the simulated GPU's timings are CPU
+timings.  This model answers the question the lessons ask — what would a GPU
+do here? — from two things that do not depend on the machine running the
+notebook: the work each op declares (:mod:`coursekit.work`: bytes, FLOPs,
+launches) and a card's figures (:mod:`coursekit.devices.presets`).
+
+How a node's time is modelled, and why so simply:
+
+* a **kernel** is a roofline: ``max(bytes / bandwidth, FLOPs / peak)``, with
+  achievable (not datasheet) bandwidth and FLOP/s, stretched by **wave
+  quantisation** (the GPU runs ``SMs x resident threads`` at once; a
+  partly filled last wave takes as long as a full one, so 230,400 threads on
+  an H100, under one wave, take as long as a whole wave) and preceded by a
+  **launch latency**; a matrix product computes output tiles, one per SM at
+  a time, and cuBLAS picks the tile size that suits the shape: the model
+  takes the best of 128, 64 and 32-wide tiles (optimistic: smaller tiles
+  reuse less data, which the model ignores);
+* a **transfer** is ``link latency + bytes / link bandwidth`` (pageable by
+  default: NumPy arrays are not page-locked);
+* an **allocation** (a node that needs a fresh device buffer each call) costs
+  ``cudaMalloc + cudaFree`` without a memory pool, about 1 µs with one;
+* a view (dimshuffle, reshape, basic indexing) costs nothing;
+* nothing overlaps: the profiler synchronises after each op (as Theano's
+  ``CUDA_LAUNCH_BLOCKING=1`` profiles did), so the modelled ops run one after
+  another.  Real asynchronous runs can hide launch latency behind host work.
+
+A modelled figure is a prediction and is always labelled ``modelled (<card>)``.
+A call's modelled time is its *measured* host overhead (the Python dispatch
+that really ran) plus the modelled device work; lessons can show the two
+separately, and the device part is deterministic, so machine load cannot
+change a lesson's conclusion.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..config import config
+from ..work import Work, work_of
+from . import presets
+
+
+@dataclass(frozen=True)
+class NodeCost:
+    """Modelled seconds of one application of one node (parts add up to ``total``)."""
+
+    work: Work
+    launch: float = 0.0
+    kernel: float = 0.0
+    transfer: float = 0.0
+    alloc: float = 0.0
+    waves: int = 0
+    bound: str = ""        # "memory", "compute", "link", "launch" or "" (free)
+
+    @property
+    def total(self):
+        return self.launch + self.kernel + self.transfer + self.alloc
+
+
+class CostModel:
+    """Turns work counts into seconds for one GPU preset.
+
+    ``memory_pool`` overrides the preset's (``None``: the preset's own);
+    ``pinned=True`` models page-locked host buffers for transfers.
+    """
+
+    def __init__(self, spec, memory_pool=None, pinned=False):
+        self.spec = spec if isinstance(spec, presets.GPUSpec) else presets.get(spec)
+        self.memory_pool = self.spec.memory_pool if memory_pool is None else bool(memory_pool)
+        self.pinned = pinned
+        self._cache = {}
+
+    @property
+    def label(self):
+        """``modelled (GeForce GTX 580 ...)``: the words every modelled figure carries."""
+        pool = "" if self.memory_pool == self.spec.memory_pool else (", memory pool" if self.memory_pool
+                                                                      else ", no memory pool")
+        kind = "calibrated " if self.spec.measured else ""
+        return f"modelled ({kind}{self.spec.key}{pool})"
+
+    def __repr__(self):
+        return f"<CostModel {self.label}: {self.spec.name}>"
+
+    # ------------------------------------------------------------ primitives
+    def waves(self, work):
+        """(waves, fill): how many full-GPU waves the kernel needs and how full they are on average."""
+        s = self.spec
+        if work.matrix:
+            return max((_wave_fill(math.ceil(work.matrix[0] / edge) * math.ceil(work.matrix[1] / edge),
+                                   s.sm_count) for edge in GEMM_TILES), key=lambda wf: wf[1])
+        if work.threads:
+            return _wave_fill(work.threads, s.resident_threads)
+        return 0, 1.0
+
+    def kernel_time(self, work):
+        """Roofline time of the kernels in ``work`` (no launch latency), and what bounds it."""
+        s = self.spec
+        memory = work.bytes / (s.memory_bandwidth * s.memory_efficiency)
+        compute = work.flops / (s.peak_flops(work.dtype) * s.compute_efficiency)
+        _, fill = self.waves(work)
+        return max(memory, compute) / fill, ("compute" if compute > memory else "memory")
+
+    def transfer_time(self, nbytes, pinned=None):
+        """One copy over the host link (either direction: PCIe is symmetric)."""
+        if not nbytes:
+            return 0.0
+        s = self.spec
+        pinned = self.pinned if pinned is None else pinned
+        return s.link_latency + nbytes / (s.link_pinned if pinned else s.link_pageable)
+
+    def alloc_time(self, buffers=1):
+        s = self.spec
+        return buffers * (s.alloc_pool if self.memory_pool else s.alloc_no_pool)
+
+    def launch_time(self, launches=1):
+        return launches * self.spec.launch_latency
+
+    def cost(self, work, allocations=0):
+        """A :class:`NodeCost` for ``work`` plus ``allocations`` fresh device buffers."""
+        transfer = self.transfer_time(work.h2d_bytes) + self.transfer_time(work.d2h_bytes)
+        kernel, bound = self.kernel_time(work) if work.launches else (0.0, "")
+        launch = self.launch_time(work.launches)
+        if transfer:
+            bound = "link"
+        elif work.launches and launch > kernel:
+            bound = "launch"
+        return NodeCost(work, launch=launch, kernel=kernel, transfer=transfer,
+                        alloc=self.alloc_time(allocations), waves=self.waves(work)[0], bound=bound)
+
+    # ----------------------------------------------------------------- nodes
+    def node_cost(self, node, shapes, dtypes, allocates=True):
+        """Modelled cost of one application of ``node`` with inputs of these shapes/dtypes.
+
+        ``allocates``: whether the node gets a fresh device buffer for its
+        outputs on each call (False when the buffer is kept and reused, e.g.
+        ``Out(borrow=True)``).  Cached per (op, shapes, dtypes, allocates):
+        profiling asks for the same nodes again and again.
+        """
+        key = (node.op, tuple(map(_shape_key, shapes)), tuple(map(str, dtypes)), bool(allocates),
+               tuple(str(getattr(o.type, "dtype", "")) for o in node.outputs))
+        try:
+            return self._cache[key]
+        except (KeyError, TypeError):
+            pass
+        work = work_of(node, shapes, dtypes)
+        buffers = 0
+        if allocates and (work.launches or work.h2d_bytes):
+            buffers = len(node.outputs)   # a kernel's outputs, or the device copy of a host array
+        cost = self.cost(work, allocations=buffers)
+        try:
+            self._cache[key] = cost
+        except TypeError:  # an op with unhashable props: no caching
+            pass
+        return cost
+
+
+GEMM_TILES = (128, 64, 32)  # output tile edges of cuBLAS-style matrix-product kernels
+
+
+def _wave_fill(units, per_wave):
+    if units <= 0:
+        return 0, 1.0
+    waves = math.ceil(units / per_wave)
+    return waves, units / (waves * per_wave)
+
+
+def _shape_key(shape):
+    return tuple(shape) if shape is not None else None
+
+
+# ------------------------------------------------------------------ choosing
+_MODELS = {}
+
+
+def model(name=None, memory_pool=None, pinned=False):
+    """The :class:`CostModel` for preset ``name`` (default: ``config.gpu_model``); shared, so caches are too."""
+    key = (str(name or config.gpu_model).lower(), memory_pool, pinned)
+    if key not in _MODELS:
+        _MODELS[key] = CostModel(presets.get(key[0]), memory_pool=memory_pool, pinned=pinned)
+    return _MODELS[key]
+
+
+def forget_saved():
+    """Drop cached models (after calibrating, a saved preset's file may have changed)."""
+    _MODELS.clear()
