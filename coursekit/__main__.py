@@ -2,7 +2,9 @@
 
 * ``coursekit exercises [--check]`` regenerates ``exercises/`` from ``solutions/`` (or, with
   ``--check``, only lists the stale files and exits 1 when there are any: the same test CI runs);
-* ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks.
+* ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks;
+* ``coursekit calibrate [--name NAME]`` measures this machine's GPU and saves it as a cost-model preset
+  (see docs/gpu-model.md); without a GPU it says it needs one.
 
 See docs/teaching.md for the whole workflow. Only the course machinery is imported here, lazily,
 so that these commands work even while the array compiler is being changed.
@@ -82,6 +84,25 @@ def _grade(args) -> int:
     return 0
 
 
+def _calibrate(args) -> int:
+    from coursekit.devices import presets
+    from coursekit.devices.calibrate import NoGPU, calibrate, describe
+
+    if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
+        print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
+              f"preset ({', '.join(presets.PRESETS)})", file=sys.stderr)
+        return 2
+    try:
+        spec, path = calibrate(args.name, repeats=args.repeats)
+    except NoGPU as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"measured {spec.name}:\n{describe(spec)}")
+    print(f"saved {path}\nuse it with COURSEKIT_FLAGS=gpu_model={spec.key} "
+          f"or coursekit.config.change(gpu_model={spec.key!r})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coursekit", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +127,14 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--executed", metavar="DIR", help="also save each executed notebook as DIR/<student>/<NN_name>.ipynb")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
     gr.set_defaults(func=_grade)
+
+    ca = commands.add_parser("calibrate", help="measure this machine's GPU and save a cost-model preset",
+                             description="Measure memory and link bandwidth, launch latency, allocation cost and "
+                                         "peak FLOP/s of GPU 0 with CuPy micro-benchmarks and save the result "
+                                         "as a preset for the modelled GPU (needs a real NVIDIA GPU).")
+    ca.add_argument("--name", help="preset name (default: from the card's name, e.g. nvidia-h100-80gb-hbm3)")
+    ca.add_argument("--repeats", type=int, default=5, help="repeats per measurement (default: 5)")
+    ca.set_defaults(func=_calibrate)
     return parser
 
 

@@ -290,3 +290,16 @@ def test_cpu_only_profiles_have_no_modelled_column():
         g(np.ones(10, "float32"))
     text = g.profile.summary(file="str")
     assert "modelled" not in text and "(measured)" in g.profile.device_line()
+
+
+def test_compiled_function_view_shows_modelled_times_once_profiled(sim):
+    x = T.fvector("x")
+    g = theano.function([x], T.exp(x), profile=True)
+    assert "appear here once the function has run" in g._repr_html_()
+    for _ in range(3):
+        g(np.ones(50, "float32"))
+    page = g._repr_html_()
+    assert f"{costmodel.model().label} per call" in page and "appear here" not in page
+    with theano.config.change(device="cpu"):
+        h = theano.function([x], T.exp(x))
+    assert "modelled" not in h._repr_html_()

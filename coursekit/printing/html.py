@@ -30,7 +30,8 @@ def function_html(f):
     compile_time = getattr(f, "compile_time", None)
     if compile_time is not None:
         header += f", compiled in {compile_time * 1e3:.1f} ms"
-    parts = [f'<div class="coursekit-function"><p>{header}</p>', _toposort_table(nodes, kinds)]
+    modelled, model_label = _modelled_per_node(f, nodes, kinds)
+    parts = [f'<div class="coursekit-function"><p>{header}</p>', _toposort_table(nodes, kinds, modelled, model_label)]
     if 0 < len(nodes) <= MAX_PICTURE_NODES:
         parts.append(f"<div>{pydotprint(f).svg}</div>")
     elif nodes:
@@ -44,10 +45,27 @@ def function_html(f):
     return "\n".join(parts)
 
 
-def _toposort_table(nodes, kinds):
+def _modelled_per_node(f, nodes, kinds):
+    """Modelled seconds per call of each GPU/transfer node, from the function's profile (if it has one)."""
+    if "gpu" not in kinds and "transfer" not in kinds:
+        return None, None
+    profile = getattr(f, "profile", None)
+    records = [r for r in getattr(profile, "records", []) if r.fn_ref() is f and r.timed_calls]
+    if not records:
+        return {}, None
+    from ..devices.costmodel import model
+    from ..modelled import price_nodes
+
+    call = price_nodes(records[0].nodes, records[0].input_info, f)
+    index = {id(node): i for i, node in enumerate(nodes)}
+    return {index[id(node)]: cost.total for node, cost in call.rows if id(node) in index}, model().label
+
+
+def _toposort_table(nodes, kinds, modelled=None, model_label=None):
     style = 'style="text-align:left; padding:1px 8px; font-family:monospace"'
+    extra = f"<th {style}>{escape(model_label)} per call</th>" if model_label else ""
     rows = [f"<tr><th {style}>#</th><th {style}>op</th><th {style}>inputs → outputs</th>"
-            f"<th {style}>device</th></tr>"]
+            f"<th {style}>device</th>{extra}</tr>"]
     for i, (node, kind) in enumerate(zip(nodes, kinds)):
         ins = ", ".join(short_type(v) for v in node.inputs)
         outs = ", ".join(short_type(v) for v in node.outputs)
@@ -55,5 +73,18 @@ def _toposort_table(nodes, kinds):
         colour = _KIND_COLOURS.get(kind, "inherit")
         rows.append(f"<tr><td {style}>{i}</td><td {style}>{escape(str(node.op))}</td>"
                     f"<td {style}>{escape(ins)} → {escape(outs)}</td>"
-                    f'<td {style}><span style="color:{colour}; font-weight:bold">{where}</span></td></tr>')
-    return f'<table class="coursekit-toposort">{"".join(rows)}</table>'
+                    f'<td {style}><span style="color:{colour}; font-weight:bold">{where}</span></td>'
+                    + (f"<td {style}>{_seconds(modelled.get(i))}</td>" if model_label else "") + "</tr>")
+    table = f'<table class="coursekit-toposort">{"".join(rows)}</table>'
+    if modelled == {}:  # GPU ops, but no call recorded yet: say how to see what a GPU would take
+        table += ("<p><i>Modelled GPU times appear here once the function has run with profile=True; or use "
+                  "coursekit.course.lesson.time_call(f, ...).modelled.</i></p>")
+    return table
+
+
+def _seconds(value):
+    if value is None:
+        return "—"
+    from ..profiling import format_time
+
+    return format_time(value)
