@@ -70,7 +70,8 @@ class Timing:
         lowered = self.device.lower()
         note = (" (emulator: CPU time, not a GPU timing)" if "emulat" in lowered else
                 " (simulated GPU: CPU time)" if "simulated" in lowered else "")
-        return f"{format_seconds(self.best)} per call measured{note}"
+        blas = f", {self.blas_threads} BLAS thread" if self.blas_threads else ""
+        return f"{format_seconds(self.best)} per call measured{note}{blas}"
 
     __repr__ = __str__
 

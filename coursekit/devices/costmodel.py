@@ -147,7 +147,8 @@ class CostModel:
         work = work_of(node, shapes, dtypes)
         buffers = 0
         if allocates and (work.launches or work.h2d_bytes):
-            buffers = len(node.outputs)   # a kernel's outputs, or the device copy of a host array
+            # a kernel's outputs, or the device copy of a host array; an in-place output reuses its input
+            buffers = len(node.outputs) - len(getattr(node.op, "destroy_map", None) or {})
         cost = self.cost(work, allocations=buffers)
         try:
             self._cache[key] = cost
