@@ -83,7 +83,9 @@ def _svg_texts(svg):
 def test_pydotprint_svg_is_xml_with_every_op_and_a_distinct_transfer_style():
     f = gpu_like_function()
     picture = pydotprint(f)
-    svg = picture._repr_svg_()
+    bundle = picture._repr_mimebundle_()
+    assert bundle["image/png"][:8] == b"\x89PNG\r\n\x1a\n", "untrusted notebooks and GitHub need the PNG"
+    svg = bundle["image/svg+xml"]
     root, text = _svg_texts(svg)
     for node in f.nodes:
         assert str(node.op) in text
@@ -98,7 +100,20 @@ def test_pydotprint_svg_is_xml_with_every_op_and_a_distinct_transfer_style():
                                                               shape.get("stroke-width")))
     assert {"cpu", "gpu", "transfer"} <= set(styles)
     assert styles["transfer"].isdisjoint(styles["cpu"] | styles["gpu"])
-    assert "⇅" in text and "Legend" in text
+    assert "⇅ transfer op" in text and "shared variable" in text
+
+
+def test_pydotprint_legend_stays_under_the_title_however_wide_the_graph():
+    x = T.fvector("x")
+    outputs = [T.exp(x) * float(i) for i in range(40)]   # a very wide graph
+    picture = pydotprint(outputs)
+    root, _ = _svg_texts(picture.svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    legend = next(g for g in root.iter(f"{ns}g") if g.get("class") == "legend")
+    xs = [float(t.get("x")) for t in legend.iter(f"{ns}text")]
+    ys = [float(t.get("y")) for t in legend.iter(f"{ns}text")]
+    assert float(root.get("width")) > 2000
+    assert max(xs) < 600 and max(ys) < 80, "the legend must stay at the top left, in view"
 
 
 def test_pydotprint_of_variables_and_saving(tmp_path):
@@ -113,7 +128,8 @@ def test_pydotprint_of_variables_and_saving(tmp_path):
     target = tmp_path / "g.png"
     png_picture = pydotprint(gpu_like_function(), outfile=target, format="png")
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert png_picture._repr_png_()[:4] == b"\x89PNG"
+    bundle = png_picture._repr_mimebundle_()
+    assert bundle["image/png"][:4] == b"\x89PNG" and "image/svg+xml" not in bundle
 
 
 # -------------------------------------------------------------- function_html
@@ -122,7 +138,8 @@ def test_function_html_lists_ops_device_picture_and_source():
     page = function_html(f)
     for node in f.nodes:
         assert html.escape(str(node.op)) in page
-    assert f.device in page and "<svg" in page and "<details>" in page
+    assert f.device in page and '<img src="data:image/png;base64,' in page and "<details>" in page
+    assert "<svg" not in page, "sanitised (untrusted) HTML drops inline SVG: embed the PNG"
     assert html.escape(f.source.splitlines()[0]) in page
     assert f._repr_html_() == page
 
@@ -135,7 +152,7 @@ def test_function_html_skips_picture_of_big_graphs():
     f = theano.function([x], y, mode="FAST_COMPILE")
     assert len(f.nodes) > 60
     page = function_html(f)
-    assert "<svg" not in page and "picture skipped" in page
+    assert "<img" not in page and "picture skipped" in page
 
 
 def test_pydotprint_marks_the_simulated_devices_transfer_ops():

@@ -4,9 +4,16 @@ A student who evaluates ``f`` in a cell should see, without calling anything,
 what the course keeps asking about: which device the function runs on, the
 ops in the order they run and where each one runs, a picture of the graph
 (transfers in red), and — one click away — the exact Python a call executes.
+
+The picture is embedded as a PNG ``<img>`` (a ``data:`` URL), not as inline
+SVG: a notebook opened fresh is untrusted, and JupyterLab and Notebook then
+sanitise HTML outputs, which strips inline ``<svg>`` (leaving its words run
+together) but keeps an ``<img>``.  So the view looks the same before and
+after the student re-runs the cell.
 """
 from __future__ import annotations
 
+import base64
 from html import escape
 
 from .layout import short_type
@@ -33,7 +40,9 @@ def function_html(f):
     modelled, model_label = _modelled_per_node(f, nodes, kinds)
     parts = [f'<div class="coursekit-function"><p>{header}</p>', _toposort_table(nodes, kinds, modelled, model_label)]
     if 0 < len(nodes) <= MAX_PICTURE_NODES:
-        parts.append(f"<div>{pydotprint(f).svg}</div>")
+        png = base64.b64encode(pydotprint(f).png()).decode("ascii")
+        parts.append(f'<div><img src="data:image/png;base64,{png}" style="max-width:100%" '
+                     f'alt="graph of {escape(str(getattr(f, "name", "") or "the function"))}"></div>')
     elif nodes:
         parts.append(f"<p><i>{len(nodes)} nodes: picture skipped (more than {MAX_PICTURE_NODES}); "
                      "call coursekit.printing.pydotprint(f) to draw it anyway.</i></p>")

@@ -33,4 +33,3 @@ OUTPUT_RING = "#f57f17"   # extra outline on a leaf that is also an output
 EDGE_COLOUR = "#546e7a"
 TEXT_COLOUR = "#212121"
 FONT = "DejaVu Sans, Verdana, Arial, sans-serif"
-LEGEND_WIDTH = 170
