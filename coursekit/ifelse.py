@@ -33,6 +33,17 @@ class IfElse(Op):
         self.uid = next(_IDS)
         self.fns = None
 
+    # each loop/branch is its own op (its inner graph is its identity), also after unpickling
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __getstate__(self):
+        """Pickled without the compiled inner function(s): they are compiled again on first use."""
+        state = dict(self.__dict__)
+        for key in ("fns",):
+            state[key] = {} if key == "device_fns" else None
+        return state
+
     def __str__(self):
         return f"IfElse{{{self.name}}}" if self.name else "IfElse"
 

@@ -140,3 +140,23 @@ def test_ifelse_with_several_values_matches_switch():
     np.testing.assert_allclose(first, switched)
     np.testing.assert_allclose(second, y)
     np.testing.assert_allclose(f(0, x, y)[1], y * 3)
+
+
+def test_conv_and_pool_run_on_the_gpu_device_with_the_cpus_results():
+    import warnings
+
+    xv = RNG.standard_normal((2, 1, 8, 8)).astype("float32")
+    wv = RNG.standard_normal((3, 1, 3, 3)).astype("float32")
+    results = {}
+    for device in ("cpu", "sim"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with theano.config.change(device=device):
+                w, x = theano.shared(wv), T.ftensor4("x")
+                out = pool.pool_2d(T.nnet.conv2d(x, w, border_mode="half"), ws=(2, 2), ignore_border=True)
+                f = theano.function([x], [out, *theano.grad((out ** 2).sum(), [x, w])])
+                results[device] = f(xv)
+                ops = {str(n.op).split("{")[0] for n in f.toposort()}
+    assert {"GpuConv2d", "GpuPool", "GpuPoolGrad", "GpuConv2dGradInput", "GpuConv2dGradWeights"} <= ops
+    for a, b in zip(results["cpu"], results["sim"]):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -16,6 +16,7 @@ from ..graph import Constant, Variable, clone_replace, format_trace, graph_input
 from ..tensor.var import as_tensor_variable
 from .fgraph import FunctionGraph
 from .io import In, Out
+from .rebuild import remember
 from .sharedvalue import SharedVariable
 
 
@@ -67,6 +68,10 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     fn.compile_time = time.perf_counter() - start
     if fn.profile is not None:
         fn.profile.compile_time = getattr(fn.profile, "compile_time", 0.0) + fn.compile_time
+    # the recipe, for pickle and Function.copy (see rebuild.py)
+    remember(fn, inputs=inputs, outputs=outputs, updates=updates, givens=givens, mode=mode, profile=bool(profile),
+             name=name, on_unused_input=on_unused_input, allow_input_downcast=allow_input_downcast,
+             no_default_updates=no_default_updates, trust_input=trust_input)
     finalize = getattr(mode_obj, "finalize", None)
     return finalize(fn) if finalize else fn
 

@@ -248,8 +248,18 @@ class Function:
 
         return function_html(self)
 
-    def copy(self):
-        raise NotImplementedError("Function.copy() is not supported; compile the graph again with function()")
+    def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
+        """Theano's copy: the same graph compiled again, with shared variables swapped ({old: new}) and/or
+        without its updates (see :mod:`coursekit.compile.rebuild`)."""
+        from .rebuild import copy_function
+
+        return copy_function(self, share_memory, swap, delete_updates, name, profile)
+
+    def __reduce__(self):
+        """Pickled as the recipe it was compiled from; unpickling compiles it again."""
+        from .rebuild import rebuild
+
+        return (rebuild, (self.rebuild_spec,))
 
 
 _MISSING = object()

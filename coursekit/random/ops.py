@@ -21,6 +21,7 @@ import numpy as np
 from ..gradient import UndefinedGrad
 from ..graph import Apply, Op
 from ..tensor.type import TensorType, host_like
+from ..tensor.xp_run import run_on_device
 from . import mrg
 
 
@@ -61,23 +62,10 @@ class MRGUniform(Op):
 
     def gpu_perform(self, node, inputs, output_storage):
         """On a GPU device: the same integer recurrence in device memory, so the same numbers as on the host."""
-        on_device(self.run, inputs, output_storage)
+        run_on_device(self.run, inputs, output_storage)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None, None]
-
-
-def on_device(run, inputs, output_storage):
-    """Call ``run(xp, inputs, output_storage)`` with the current GPU device's array module, unwrapping the
-    device inputs and wrapping the outputs (placement runs an op's ``gpu_perform`` under its device)."""
-    from ..devices import current
-
-    device = current()
-    backend = getattr(device, "backend", None) or device
-    values = [backend.unwrap(v) if backend.is_device_array(v) else v for v in inputs]
-    run(backend.xp, values, output_storage)
-    for cell in output_storage:
-        cell[0] = backend.wrap(cell[0])
 
 
 def pcg_state_vector(seed):
@@ -184,7 +172,7 @@ class SearchCDF(Op):
         output_storage[0][0] = xp.minimum(idx, p.shape[-1] - 1).astype("int64")
 
     def gpu_perform(self, node, inputs, output_storage):
-        on_device(self.run, inputs, output_storage)
+        run_on_device(self.run, inputs, output_storage)
 
     def L_op(self, inputs, outputs, output_grads):
         return [UndefinedGrad("a categorical draw has no derivative with respect to its probabilities"), None]

@@ -86,6 +86,17 @@ class Scan(Op):
         self.fn = None
         self.device_fns = {}  # device name -> inner function compiled for that GPU device
 
+    # each loop/branch is its own op (its inner graph is its identity), also after unpickling
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __getstate__(self):
+        """Pickled without the compiled inner function(s): they are compiled again on first use."""
+        state = dict(self.__dict__)
+        for key in ("fn", "device_fns"):
+            state[key] = {} if key == "device_fns" else None
+        return state
+
     def __str__(self):
         return f"Scan{{{self.info.name}}}"
 

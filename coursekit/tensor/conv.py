@@ -21,6 +21,7 @@ import numpy as np
 from ..graph import Apply, Op
 from .type import TensorType, host_like
 from .var import as_tensor_variable
+from .xp_run import run_on_device
 
 
 def _pair(value, what):
@@ -123,9 +124,15 @@ class Conv2d(_ConvBase):
         return Apply(self, [x, w], [TensorType(dtype, bcast).make_variable()])
 
     def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def gpu_perform(self, node, inputs, output_storage):
+        run_on_device(self.run, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
         x, w = inputs
         _check(x, w, "conv2d")
-        output_storage[0][0] = np.ascontiguousarray(conv_forward(np, x, w, self.pad, self.stride, self.flip)[0])
+        output_storage[0][0] = xp.ascontiguousarray(conv_forward(xp, x, w, self.pad, self.stride, self.flip)[0])
 
     def L_op(self, inputs, outputs, output_grads):
         x, w = inputs
@@ -141,9 +148,15 @@ class Conv2dGradInput(_ConvBase):
         return Apply(self, [gz, w, x], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def gpu_perform(self, node, inputs, output_storage):
+        run_on_device(self.run, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
         gz, w, x = inputs
-        output_storage[0][0] = conv_grad_input(np, gz, w, x.shape, self.pad, self.stride, self.flip).astype(
-            x.dtype, copy=False)
+        output_storage[0][0] = xp.ascontiguousarray(conv_grad_input(xp, gz, w, x.shape, self.pad, self.stride,
+                                                                    self.flip).astype(x.dtype, copy=False))
 
 
 class Conv2dGradWeights(_ConvBase):
@@ -153,9 +166,15 @@ class Conv2dGradWeights(_ConvBase):
         return Apply(self, [gz, x, w], [host_like(w)])
 
     def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def gpu_perform(self, node, inputs, output_storage):
+        run_on_device(self.run, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
         gz, x, w = inputs
-        output_storage[0][0] = conv_grad_weights(np, gz, x, w.shape, self.pad, self.stride, self.flip).astype(
-            w.dtype, copy=False)
+        output_storage[0][0] = xp.ascontiguousarray(conv_grad_weights(xp, gz, x, w.shape, self.pad, self.stride,
+                                                                      self.flip).astype(w.dtype, copy=False))
 
 
 def conv2d(input, filters, input_shape=None, filter_shape=None, border_mode="valid", subsample=(1, 1),

@@ -34,6 +34,12 @@ class ScalarOp:
     def key(self):
         return (self.name,)
 
+    def __reduce__(self):
+        """Pickle a registered op by its name: its impl and gradient are closures that pickle cannot store."""
+        if _OPS.get(self.name) is self:
+            return (get, (self.name,))
+        return super().__reduce__()
+
     def __eq__(self, other):
         return type(self) is type(other) and self.key() == other.key()
 
@@ -70,6 +76,9 @@ class Cast(ScalarOp):
 
     def key(self):
         return ("cast", self.dtype)
+
+    def __reduce__(self):
+        return (Cast, (self.dtype,))
 
     def _cast(self, x, out=None):
         if out is not None:
@@ -227,6 +236,12 @@ _def("invert", 1, np.invert, _zero_grads, "(~{0})")
 
 def get(name) -> ScalarOp:
     return _OPS[name]
+
+
+def register(op) -> ScalarOp:
+    """Make ``op`` known by its name (so graphs using it can be pickled); returns it."""
+    _OPS.setdefault(op.name, op)
+    return _OPS[op.name]
 
 
 def all_names():

@@ -15,6 +15,7 @@ import numpy as np
 from ...graph import Apply, Op
 from ..type import TensorType, host_like
 from ..var import as_tensor_variable
+from ..xp_run import run_on_device
 
 MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
 
@@ -51,9 +52,9 @@ class Pool(Op):
         need_c = (cols - 1) * self.stride[1] + self.ws[1]
         return rows, cols, (need_r, need_c)
 
-    def _padded(self, x, fill):
+    def _padded(self, xp, x, fill):
         rows, cols, (need_r, need_c) = self.geometry(x.shape)
-        full = np.full(x.shape[:-2] + (max(need_r, x.shape[-2] + 2 * self.pad[0]),
+        full = xp.full(x.shape[:-2] + (max(need_r, x.shape[-2] + 2 * self.pad[0]),
                                        max(need_c, x.shape[-1] + 2 * self.pad[1])), fill, dtype=x.dtype)
         full[..., self.pad[0]:self.pad[0] + x.shape[-2], self.pad[1]:self.pad[1] + x.shape[-1]] = x
         return full, rows, cols
@@ -63,13 +64,13 @@ class Pool(Op):
         ones = np.ones(shape[-2:], dtype=dtype)
         if self.mode == "average_inc_pad":  # padding counts: pool a padded block of ones without extra padding
             ones = np.pad(ones, ((self.pad[0], self.pad[0]), (self.pad[1], self.pad[1])), constant_values=1)
-            return Pool(self.ws, self.stride, (0, 0), self.ignore_border, "sum")._pool(ones)
-        return Pool(self.ws, self.stride, self.pad, self.ignore_border, "sum")._pool(ones)
+            return Pool(self.ws, self.stride, (0, 0), self.ignore_border, "sum")._pool(np, ones)
+        return Pool(self.ws, self.stride, self.pad, self.ignore_border, "sum")._pool(np, ones)
 
-    def _pool(self, x):
+    def _pool(self, xp, x):
         fill = -np.inf if self.mode == "max" and x.dtype.kind == "f" else (
             np.iinfo(x.dtype).min if self.mode == "max" else 0)
-        padded, rows, cols = self._padded(x, fill)
+        padded, rows, cols = self._padded(xp, x, fill)
         out = None
         for i in range(self.ws[0]):
             for j in range(self.ws[1]):
@@ -77,16 +78,22 @@ class Pool(Op):
                 if out is None:
                     out = part.copy()
                 elif self.mode == "max":
-                    np.maximum(out, part, out=out)
+                    xp.maximum(out, part, out=out)
                 else:
                     out += part
         return out
 
     def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def gpu_perform(self, node, inputs, output_storage):
+        run_on_device(self.run, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
         x = inputs[0]
-        out = self._pool(x)
+        out = self._pool(xp, x)
         if self.mode.startswith("average"):
-            out = (out / self._counts(x.shape, x.dtype)).astype(x.dtype, copy=False)
+            out = (out / xp.asarray(self._counts(x.shape, x.dtype))).astype(x.dtype, copy=False)
         output_storage[0][0] = out
 
     def L_op(self, inputs, outputs, output_grads):
@@ -105,12 +112,18 @@ class PoolGrad(Op):
         return Apply(self, [x, out, gz], [host_like(x)])
 
     def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def gpu_perform(self, node, inputs, output_storage):
+        run_on_device(self.run, inputs, output_storage)
+
+    def run(self, xp, inputs, output_storage):
         x, out, gz = inputs
         p = self.pool
-        padded, rows, cols = p._padded(x, -np.inf if x.dtype.kind == "f" else 0)
-        grad = np.zeros(padded.shape, dtype=x.dtype)
+        padded, rows, cols = p._padded(xp, x, -np.inf if x.dtype.kind == "f" else 0)
+        grad = xp.zeros(padded.shape, dtype=x.dtype)
         if p.mode.startswith("average"):
-            gz = gz / p._counts(x.shape, x.dtype)
+            gz = gz / xp.asarray(p._counts(x.shape, x.dtype))
         for i in range(p.ws[0]):
             for j in range(p.ws[1]):
                 rs = slice(i, i + p.stride[0] * rows, p.stride[0])

@@ -1,0 +1,45 @@
+"""Compiled functions as Theano code uses them: pickled with their model, copied with swapped shared variables."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+import coursekit as theano
+import coursekit.tensor as T
+
+
+def test_a_pickled_model_computes_the_same_and_keeps_sharing_its_variables():
+    rng = np.random.default_rng(0)
+    W = theano.shared(rng.standard_normal((3, 2)).astype("float32"), name="W")
+    x = T.fmatrix("x")
+    y = T.nnet.softmax(T.dot(x, W))
+    predict = theano.function([x], T.argmax(y, axis=1))
+    step = theano.function([x], y.sum(), updates={W: W * 0.5})
+    srng = theano.random.MRG_RandomStreams(3)
+    noise = theano.function([], srng.normal((4,)))
+    loop, _ = theano.scan(lambda row: T.exp(row).sum(), sequences=x)
+    looped = theano.function([x], loop)
+    model = {"W": W, "predict": predict, "step": step, "noise": noise, "looped": looped}
+    clone = pickle.loads(pickle.dumps(model))
+    xv = rng.standard_normal((5, 3)).astype("float32")
+    np.testing.assert_array_equal(clone["predict"](xv), predict(xv))
+    np.testing.assert_array_equal(clone["noise"](), noise())  # the generator state travelled too
+    np.testing.assert_allclose(clone["looped"](xv), looped(xv))
+    clone["step"](xv)  # updates the clone's W, which its predict reads: still one variable
+    np.testing.assert_allclose(clone["W"].get_value(), W.get_value() * 0.5)
+    assert clone["W"] is not W
+
+
+def test_copy_swaps_shared_variables_and_drops_updates():
+    W = theano.shared(np.float32(2.0), name="W")
+    other = theano.shared(np.float32(10.0), name="other")
+    x = T.fscalar("x")
+    f = theano.function([x], x * W, updates={W: W + 1})
+    g = f.copy(swap={W: other})
+    assert g(np.float32(1)) == 10 and other.get_value() == 11 and W.get_value() == 2
+    h = f.copy(delete_updates=True)
+    assert h(np.float32(1)) == 2 and W.get_value() == 2
+    with pytest.raises(TypeError, match="same type"):
+        f.copy(swap={W: theano.shared(np.zeros(2, "float32"))})
