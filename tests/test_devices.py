@@ -286,7 +286,7 @@ def test_generated_elementwise_kernels_compile_with_nvcc(tmp_path, sim):
     for name in scalar.all_names():
         op = scalar.get(name)
         dtypes = ["bool", "float32", "float32"] if name == "switch" else ["float32"] * op.nin
-        if name in ("and_", "or_", "invert"):
+        if name in ("and_", "or_", "invert", "xor"):
             dtypes = ["int32"] * op.nin
         sources.append(standalone_kernel_source(op, dtypes, op.output_dtype(*dtypes)))
     # and fused composites from a real graph (the logistic-regression step)

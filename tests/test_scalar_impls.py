@@ -19,7 +19,7 @@ def _inputs(name, nin, rng):
     args = [x] + [np.abs(rng.standard_normal((5, 3))) + 0.5 for _ in range(nin - 1)]
     if name == "switch":
         args = [x > 0] + args[1:]
-    if name in ("and_", "or_", "invert"):
+    if name in ("and_", "or_", "invert", "xor"):
         args = [a.astype("int64") for a in args]
     return args
 
