@@ -31,7 +31,7 @@ def measurements(rng):
         copy_sizes=copy, copy_seconds=synthetic(3e-6, 900e9, copy, rng),
         launch_seconds=[4.1e-6, 3.9e-6, 5.5e-6],
         gemm_flops={"float32": (2.0 * 4096 ** 3, [0.012, 0.011]), "float64": (2.0 * 2048 ** 3, [0.003, 0.0031])},
-        malloc_seconds=[150e-6, 120e-6], pool_seconds=[1.5e-6, 1.2e-6])
+        malloc_seconds=[150e-6, 120e-6], malloc_small_seconds=[60e-6, 45e-6], pool_seconds=[1.5e-6, 1.2e-6])
 
 
 def test_fit_link_recovers_latency_and_bandwidth_from_the_best_repeats():
@@ -54,6 +54,7 @@ def test_build_spec_turns_measurements_into_a_measured_preset():
     assert spec.fp32_flops == pytest.approx(2.0 * 4096 ** 3 / 0.011)
     assert spec.fp16_flops == spec.fp32_flops  # not measured: falls back to float32
     assert (spec.launch_latency, spec.alloc_no_pool, spec.alloc_pool) == (3.9e-6, 120e-6, 1.2e-6)
+    assert spec.alloc_no_pool_small == 45e-6
     assert spec.memory_efficiency == spec.compute_efficiency == 1.0  # measured rates are achievable rates
     assert (spec.sm_count, spec.resident_threads) == (80, 80 * 2048)
     assert "calibrated test-gpu-9000" in costmodel.CostModel(spec).label

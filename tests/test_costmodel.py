@@ -150,6 +150,8 @@ def test_roofline_transfer_and_allocation_pinned_by_hand_arithmetic():
     assert m.transfer_time(VLEN * 4) == pytest.approx(10e-6 + VLEN * 4 / 3.0e9)  # pageable PCIe 2.0
     assert m.transfer_time(VLEN * 4, pinned=True) == pytest.approx(10e-6 + VLEN * 4 / 6.0e9)
     assert costmodel.CostModel("gtx580", memory_pool=True).alloc_time() == pytest.approx(1e-6)
+    # without a pool cudaMalloc's cost depends on the size: tiny buffers cheap, over 512 KiB dear
+    assert [m.alloc_time(1, n) for n in (1024, 64 * 1024, 4 * 2 ** 20)] == pytest.approx([1e-6, 50e-6, 200e-6])
     # a 1000^3 float32 GEMM: 64 tiles of 128 x 128 fill 4 waves of 16 SMs exactly: compute-bound
     gemm = m.cost(work.matmul_work((1000, 1000), (1000, 1000), "float32", z_shape=(1000, 1000), scale=True))
     assert gemm.bound == "compute"

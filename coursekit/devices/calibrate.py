@@ -10,7 +10,7 @@ host link            ``cupy.asarray`` / ``.get()`` of NumPy (pageable) and
                      page-locked (pinned) buffers, 64 KiB ... 64 MiB, fitted
 launch latency       an empty kernel, launched and synchronised, many times
 peak FLOP/s          large float32 / float64 / float16 matrix products
-allocation           ``cudaMalloc`` + ``cudaFree`` of 1 MiB; CuPy's pool
+allocation           ``cudaMalloc`` + ``cudaFree`` of 256 KiB and 4 MiB; CuPy's pool
 SMs, threads/SM      the device's properties
 ===================  ==========================================================
 
@@ -83,6 +83,7 @@ def build_spec(measured, key=None):
         launch_latency=float(np.min(measured["launch_seconds"])),
         sm_count=int(measured["sm_count"]), threads_per_sm=int(measured["threads_per_sm"]),
         alloc_no_pool=float(np.min(measured["malloc_seconds"])), alloc_pool=float(np.min(measured["pool_seconds"])),
+        alloc_no_pool_small=float(np.min(measured["malloc_small_seconds"])),
         memory_pool=True, memory_efficiency=1.0, compute_efficiency=1.0, measured=True,
         sources=(f"measured by `python -m coursekit calibrate` on {name}, {measured.get('date', '')}",
                  "bandwidths: least-squares fit of latency + bytes/bandwidth on the best of repeats per size",
@@ -171,7 +172,8 @@ def measure(repeats=5, progress=print):
     progress("  peak FLOP/s (float32, float64, float16): done")
 
     runtime = cupy.cuda.runtime
-    out["malloc_seconds"] = _host_seconds(lambda: runtime.free(runtime.malloc(MiB)), repeats * 4)
+    out["malloc_seconds"] = _host_seconds(lambda: runtime.free(runtime.malloc(4 * MiB)), repeats * 4)
+    out["malloc_small_seconds"] = _host_seconds(lambda: runtime.free(runtime.malloc(MiB // 4)), repeats * 4)
     pool = cupy.get_default_memory_pool()
     cupy.empty(MiB // 4, "float32")
     out["pool_seconds"] = _host_seconds(lambda: cupy.empty(MiB // 4, "float32"), repeats * 4)
@@ -198,6 +200,6 @@ def describe(spec):
         f"  kernel launch      {spec.launch_latency * 1e6:8.1f} µs",
         f"  peak FLOP/s        {spec.fp32_flops / 1e12:8.2f} TF float32, {spec.fp64_flops / 1e12:.2f} TF float64, "
         f"{spec.fp16_flops / 1e12:.2f} TF float16",
-        f"  allocation         {spec.alloc_no_pool * 1e6:8.1f} µs cudaMalloc+cudaFree, "
-        f"{spec.alloc_pool * 1e6:.1f} µs from the pool",
+        f"  allocation         {spec.alloc_no_pool * 1e6:8.1f} µs cudaMalloc+cudaFree of 4 MiB, "
+        f"{spec.alloc_no_pool_small * 1e6:.1f} µs of 256 KiB, {spec.alloc_pool * 1e6:.1f} µs from the pool",
         f"  SMs                {spec.sm_count:8d} x {spec.threads_per_sm} resident threads"])

@@ -20,7 +20,8 @@ How a node's time is modelled, and why so simply:
 * a **transfer** is ``link latency + bytes / link bandwidth`` (pageable by
   default: NumPy arrays are not page-locked);
 * an **allocation** (a node that needs a fresh device buffer each call) costs
-  ``cudaMalloc + cudaFree`` without a memory pool, about 1 µs with one;
+  about 1 µs from a memory pool; without one, ``cudaMalloc + cudaFree``,
+  whose cost depends on the size (tiny buffers are cheap, over 512 KiB dear);
 * a view (dimshuffle, reshape, basic indexing) costs nothing;
 * nothing overlaps: the profiler synchronises after each op (as Theano's
   ``CUDA_LAUNCH_BLOCKING=1`` profiles did), so the modelled ops run one after
@@ -110,9 +111,13 @@ class CostModel:
         pinned = self.pinned if pinned is None else pinned
         return s.link_latency + nbytes / (s.link_pinned if pinned else s.link_pageable)
 
-    def alloc_time(self, buffers=1):
+    def alloc_time(self, buffers=1, nbytes=None):
+        """``buffers`` fresh device buffers of ``nbytes`` each (None: a large buffer)."""
         s = self.spec
-        return buffers * (s.alloc_pool if self.memory_pool else s.alloc_no_pool)
+        if self.memory_pool or (nbytes is not None and nbytes <= TINY_BUFFER):
+            return buffers * s.alloc_pool
+        return buffers * (s.alloc_no_pool_small if nbytes is not None and nbytes <= SMALL_BUFFER
+                          else s.alloc_no_pool)
 
     def launch_time(self, launches=1):
         return launches * self.spec.launch_latency
@@ -126,8 +131,9 @@ class CostModel:
             bound = "link"
         elif work.launches and launch > kernel:
             bound = "launch"
+        size = work.h2d_bytes or (work.bytes_written // allocations if allocations else 0)
         return NodeCost(work, launch=launch, kernel=kernel, transfer=transfer,
-                        alloc=self.alloc_time(allocations), waves=self.waves(work)[0], bound=bound)
+                        alloc=self.alloc_time(allocations, size), waves=self.waves(work)[0], bound=bound)
 
     # ----------------------------------------------------------------- nodes
     def node_cost(self, node, shapes, dtypes, allocates=True):
@@ -157,6 +163,7 @@ class CostModel:
         return cost
 
 
+TINY_BUFFER, SMALL_BUFFER = 2 * 1024, 512 * 1024  # cudaMalloc's cost steps (see presets._MALLOC)
 GEMM_TILES = (128, 64, 32)  # output tile edges of cuBLAS-style matrix-product kernels
 
 

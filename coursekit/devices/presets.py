@@ -41,9 +41,10 @@ class GPUSpec:
     launch_latency: float       # seconds per kernel launch (launch to completion of an empty kernel)
     sm_count: int               # streaming multiprocessors
     threads_per_sm: int         # resident threads per SM (one wave = sm_count * threads_per_sm threads)
-    alloc_no_pool: float        # seconds per device buffer with cudaMalloc + cudaFree each time
+    alloc_no_pool: float        # seconds per device buffer over 512 KiB with cudaMalloc + cudaFree each time
     alloc_pool: float           # seconds per device buffer from a memory pool (CuPy's default)
     memory_pool: bool = True    # does the software of this preset use a pool?
+    alloc_no_pool_small: float = 50e-6  # cudaMalloc + cudaFree of 2-512 KiB (up to 2 KiB: as cheap as a pool)
     memory_efficiency: float = 0.8   # achievable share of peak bandwidth (datasheet peaks are never reached)
     compute_efficiency: float = 0.75  # achievable share of peak FLOP/s
     sources: tuple = field(default=(), compare=False)
@@ -85,10 +86,10 @@ G, T, US = 1e9, 1e12, 1e-6
 _LAUNCH = ("kernel launch latency: estimate; an empty kernel launched and synchronised takes about 5-7 µs on "
            "Fermi/Kepler-era drivers and 2-4 µs on current ones (CUDA Best Practices Guide and vendor forum "
            "measurements); calibrate measures it")
-_MALLOC = ("cudaMalloc+cudaFree per buffer: estimate; cudaMalloc alone measured ~50 µs flat up to 512 KB and "
-           "rising above it on a CUDA 2-era card (cs.virginia.edu/~mwb7w/cuda_support/"
-           "memory_management_overhead.html), cudaFree synchronises the device; a caching pool (CuPy's "
-           "default) serves a repeated size in about 1 µs")
+_MALLOC = ("cudaMalloc+cudaFree per buffer: estimate; cudaMalloc alone measured under 1 µs below 256 B, ~50 µs "
+           "flat from 4 KB to 512 KB and rising above it on a CUDA 2-era card (cs.virginia.edu/~mwb7w/"
+           "cuda_support/memory_management_overhead.html), and cudaFree synchronises the device; a caching pool "
+           "(CuPy's default) serves a repeated size in about 1 µs")
 _PAGEABLE = ("pageable copies: estimate; the driver stages them through a pinned buffer, so they reach about half "
              "the pinned rate (CUDA C Best Practices Guide, 'Pinned Memory')")
 
