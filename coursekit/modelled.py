@@ -78,7 +78,7 @@ def _allocates(fn, node):
 
 def price_nodes(nodes, input_info, fn=None, model=None):
     """A :class:`ModelledCall` (no host part) for nodes with recorded ``[(shape, dtype), ...]`` inputs."""
-    model = model or costmodel.model()
+    model = model or costmodel.model_for()
     parts = dict.fromkeys(PARTS, 0.0)
     rows, moved, transfers, launches = [], 0, 0, 0
     for node, info in zip(nodes, input_info):
@@ -176,7 +176,7 @@ def modelled_apply_times(profile, model=None):
 
 def modelled_device_line(profile, model=None):
     """The CPU/GPU/transfer line again, with GPU and transfer ops modelled (labelled)."""
-    model = model or costmodel.model()
+    model = model or costmodel.model_for()
     per_kind = {"cpu": 0.0, "gpu": 0.0, "transfer": 0.0}
     for record, call in model_profile(profile, model):
         for node, t, kind in zip(record.nodes, record.apply_time, record.kinds):

@@ -307,9 +307,10 @@ class ProfileStats:
             lines.append("SIMULATED GPU: these are CPU times of a simulation (NumPy on the CPU), "
                          "not GPU timings.")
         if self.has_device_ops:
-            from .devices.costmodel import model
+            from .devices.costmodel import model_for
 
-            lines.append(f"'{model().label}' figures are predictions of a cost model for {model().spec.name} "
+            model = model_for()
+            lines.append(f"'{model.label}' figures are predictions of a cost model for {model.spec.name} "
                          "from each op's bytes, FLOPs and launches (shapes of the last call), not measurements.")
         return lines
 

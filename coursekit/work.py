@@ -74,7 +74,11 @@ def elements(shape):
 
 
 def nbytes(shape, dtype):
-    return elements(shape) * np.dtype(dtype).itemsize
+    """Bytes of an array; 0 for values that are not arrays (a random generator, a Python object)."""
+    try:
+        return elements(shape) * np.dtype(dtype).itemsize
+    except TypeError:
+        return 0
 
 
 def scalar_flops(scalar_op):

@@ -305,3 +305,23 @@ def test_compiled_function_view_shows_modelled_times_once_profiled(sim):
     with theano.config.change(device="cpu"):
         h = theano.function([x], T.exp(x))
     assert "modelled" not in h._repr_html_()
+
+
+def test_values_that_are_not_arrays_count_no_bytes():
+    assert work.nbytes((3, 4), "float32") == 48
+    assert work.nbytes(None, "Generator") == 0  # how the profiler records a non-array input
+    x = T.fvector("x")
+    assert work.work_of(Scale()(x).owner, [None], ["Generator"]).bytes == 0
+
+
+def test_a_device_may_carry_its_own_model(sim):
+    from coursekit import devices
+
+    class Card:
+        model = "h100"
+
+    assert costmodel.model_for(Card()).spec.key == "h100"
+    Card.model = costmodel.CostModel("gtx580", memory_pool=True)
+    assert costmodel.model_for(Card()) is Card.model
+    assert costmodel.model_for(devices.current()).spec.key == theano.config.gpu_model  # nothing attached
+    assert costmodel.model(presets.get("k40")) is costmodel.model(presets.get("k40"))  # shared, cached

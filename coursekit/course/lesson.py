@@ -133,7 +133,7 @@ def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True
             from ..devices import costmodel
             from ..modelled import predict_call
 
-            preset = costmodel.model(model if isinstance(model, str) else None)
+            preset = costmodel.model(model) if isinstance(model, str) else costmodel.model_for()
             timing.modelled = predict_call(fn, *args, model=preset)
     return timing
 

@@ -183,11 +183,33 @@ _MODELS = {}
 
 
 def model(name=None, memory_pool=None, pinned=False):
-    """The :class:`CostModel` for preset ``name`` (default: ``config.gpu_model``); shared, so caches are too."""
-    key = (str(name or config.gpu_model).lower(), memory_pool, pinned)
+    """The :class:`CostModel` for preset ``name`` (a name or a GPUSpec; default: ``config.gpu_model``).
+
+    Models are shared, so their caches are too.
+    """
+    spec = name if isinstance(name, presets.GPUSpec) else str(name or config.gpu_model).lower()
+    key = (spec, memory_pool, pinned)
     if key not in _MODELS:
-        _MODELS[key] = CostModel(presets.get(key[0]), memory_pool=memory_pool, pinned=pinned)
+        _MODELS[key] = CostModel(spec if isinstance(spec, presets.GPUSpec) else presets.get(spec),
+                                 memory_pool=memory_pool, pinned=pinned)
     return _MODELS[key]
+
+
+def model_for(device=None):
+    """The cost model of ``device`` (default: the current device).
+
+    A device object may carry its own model (``device.model``: a
+    :class:`CostModel`, a preset or a preset's name), e.g. a calibrated one
+    for a real card; otherwise the preset named by ``config.gpu_model``.
+    """
+    if device is None:
+        from . import current  # the package imports this module lazily, never at its own import
+
+        device = current()
+    attached = getattr(device, "model", None)
+    if attached is None:
+        return model()
+    return attached if isinstance(attached, CostModel) else model(attached)
 
 
 def forget_saved():

@@ -57,7 +57,7 @@ def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype
                     textcoords="offset points")
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of device memory traffic)")
     ax.set_ylabel(f"{dtype} FLOP/s")
-    ax.set_title(label or f"Roofline (datasheet peaks); points: {costmodel.model().label}", fontsize=10)
+    ax.set_title(label or f"Roofline (datasheet peaks); points: {costmodel.model_for().label}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     if made_figure:
         ax.figure.tight_layout()

@@ -62,12 +62,11 @@ def _modelled_per_node(f, nodes, kinds):
     records = [r for r in getattr(profile, "records", []) if r.fn_ref() is f and r.timed_calls]
     if not records:
         return {}, None
-    from ..devices.costmodel import model
     from ..modelled import price_nodes
 
     call = price_nodes(records[0].nodes, records[0].input_info, f)
     index = {id(node): i for i, node in enumerate(nodes)}
-    return {index[id(node)]: cost.total for node, cost in call.rows if id(node) in index}, model().label
+    return {index[id(node)]: cost.total for node, cost in call.rows if id(node) in index}, call.label
 
 
 def _toposort_table(nodes, kinds, modelled=None, model_label=None):

@@ -66,9 +66,9 @@ def _common(row, modelled=False):
 def _modelled_header(profile):
     if not profile.has_device_ops:
         return ""
-    from ..devices.costmodel import model
+    from ..devices.costmodel import model_for
 
-    return f" <{model().label} per call>"
+    return f" <{model_for().label} per call>"
 
 
 def summary_text(profile, n_ops_to_print=20, n_apply_to_print=20):
