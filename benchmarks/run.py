@@ -20,7 +20,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 ALL_SYSTEMS = ["numpy", "coursekit", "pytensor", "jax", "torch", "cupy"]
-ALL_WORKLOADS = ["W1", "W2", "W3", "W4", "import"]
+ALL_WORKLOADS = ["W1", "W2", "W3", "W4", "import", "compile", "memory"]
 
 
 def parse_args(argv=None):

@@ -448,7 +448,8 @@ def w2(ctx: Context) -> None:
                 row.device = ctx.ck_device(theano, f)
                 return lambda: f(av, bv)
             measure(ctx, W, "coursekit", f"function([a, b], a + b) — {label}", build, n=n, check=chk, base=A,
-                    sync=ctx.ck_sync(), target=Target("max", 2e-6, "≤ 2 µs/call"))
+                    sync=ctx.ck_sync(), target=Target("max", 1.3e-6, "≤ 1.3 µs/call") if scalar
+                    else Target("max", 2e-6, "≤ 2 µs/call"))
 
         for ml, mode in pytensor_modes(ctx):
             def pt_build(trust, mode=mode):
@@ -587,7 +588,7 @@ def w3(ctx: Context) -> None:
     def record(system, t, compile_s, get_wb, device, *, targets: bool, note="", extra=None, what_prefix=""):
         r = Row(W, system, what_prefix + "train step", device=device, unit="s/step", best=t.best, median=t.median,
                 n=t.n, repeats=t.repeats, first_call=t.first_call, base=A, note=note,
-                target=Target("ratio", 0.75, "≤ 0.75× NumPy") if targets else None)
+                target=Target("ratio", 1.0, "≤ 1.0× NumPy") if targets else None)
         r.extra.update(extra or {})
         ctx.rows.append(r)
         if compile_s is not None:
@@ -611,7 +612,7 @@ def w3(ctx: Context) -> None:
         reason = _reason(e)
         if os.environ.get("BENCH_DEBUG"):
             traceback.print_exc()
-        for what, unit, tg in (("train step", "s/step", Target("ratio", 0.75, "≤ 0.75× NumPy")),
+        for what, unit, tg in (("train step", "s/step", Target("ratio", 1.0, "≤ 1.0× NumPy")),
                                ("compile train function", "s", Target("max", 0.1, "≤ 0.1 s")),
                                ("final weights vs NumPy", "rel. error", err_target)):
             ctx.rows.append(Row(W, system, what_prefix + what, unit=unit, base=A if unit == "s/step" else None,
@@ -785,7 +786,7 @@ def w4(ctx: Context) -> None:
                 base=A, sync=sync, pair=lambda: np.dot(M, X) + Bv)
         measure(ctx, W, "coursekit", "(b) m, x, b shared", build_shared, n=n, check=chk, base=A, sync=sync,
                 pair=lambda: np.dot(M, X) + Bv,
-                target=Target("ratio", 1.0, "≤ 1.0× NumPy"))
+                target=Target("ratio_median", 0.97, "median ≤ 0.97× NumPy"))
 
     for ml, mode in pytensor_modes(ctx):
         def pt_inputs(row, mode=mode):
@@ -929,3 +930,8 @@ def import_time(ctx: Context) -> None:
 
 
 WORKLOADS = {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "import": import_time}
+
+
+from compile_memory import compile_time, memory  # noqa: E402  (issue 17's two compiler workloads)
+
+WORKLOADS.update({"compile": compile_time, "memory": memory})

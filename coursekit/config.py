@@ -81,6 +81,17 @@ def _mode(name, value):
     return _choice(*_MODES)(name, value)
 
 
+def _cpu_kernels(name, value):
+    value = _choice("numpy", "numba")(name, value)
+    if value == "numba":
+        from .rewriting.numba_kernels import available
+
+        if not available():
+            raise ValueError("coursekit.config.cpu_kernels='numba' needs numba: pip install numba "
+                             "(or keep the default 'numpy')")
+    return value
+
+
 # name -> (default, validator, one-line help)
 _SPEC = {
     "device": ("cpu", _device, "where graphs run: cpu, gpu, cuda, cuda:N or sim"),
@@ -123,6 +134,7 @@ _SPEC = {
     # services lend T4s), not the 2012 card of the tutorial; lessons that compare with the seeds' figures ask
     # for gtx580 by name.
     "gpu_model": ("t4", _gpu_model, "GPU preset of the cost model (modelled times): gtx580, t4, a100, h100..."),
+    "cpu_kernels": ("numpy", _cpu_kernels, "fused elementwise chains on the CPU: numpy calls, or one numba loop"),
 }
 # Theano's warn.* flags warned about bugs of old Theano versions; those bugs never existed here.
 for _bug in ("argmax_pushdown_bug", "gpusum_01_011_0111_bug", "sum_sum_bug", "sum_div_dimshuffle_bug",

@@ -7,11 +7,12 @@ that remains already has the output's layout, so shapes cannot change.
 from __future__ import annotations
 
 from ..tensor import math as M
-from ..tensor.elemwise import DimShuffle
+from ..tensor.elemwise import DimShuffle, Elemwise
 from ..tensor.var import TensorConstant
 from . import local_rewrite
+from .shapes import shape_still_checked
 from .patterns import (elemwise_name, is_constant, one_plus_exp, producer, same_layout, scalar_constant,
-                       with_dtype)
+                       single_client, with_dtype)
 
 
 def _keep(node, var):
@@ -171,3 +172,92 @@ def sink_negation(fgraph, node):
         return _keep(node, M.add(a, ib))
     return None
 
+
+
+@local_rewrite("canonicalize", "algebra", "fill")
+def sink_fill(fgraph, node):
+    """op(second(a, b), c) -> op(b, c) when c gives the result the same shape; else
+    -> second(a, op(b, c)), so the fill moves toward the outputs until something else
+    carries the shape (or the graph ends).
+
+    Gradients start from ``fill(cost, 1)`` and ``fill(x, 0.01)``: materialised, each
+    is a buffer written only to be read once.  ``mul(mul(fill(sqr(w), 0.01), 2), w)``
+    becomes ``mul(0.02, w)`` (the inner product is folded once both are constants).
+    The fill is cut only where dropping ``a`` cannot hide a shape error: ``a`` is
+    computed anyway, or every array it was built from is still an input of the result.
+    """
+    name = elemwise_name(node)
+    if name is None or name == "second" or len(node.outputs) != 1:
+        return None
+    out = node.outputs[0]
+    for k, inp in enumerate(node.inputs):
+        fill = producer(inp, "second")
+        if fill is None:
+            continue
+        shape_source, value = fill.inputs
+        new_inputs = list(node.inputs)
+        new_inputs[k] = value
+        without_fill = node.op(*new_inputs)
+        if without_fill.type.dtype != out.type.dtype:
+            continue
+        if (without_fill.type.broadcastable == out.type.broadcastable
+                and shape_still_checked(fgraph, shape_source, without_fill)):
+            return [without_fill]
+        # sink it: a fill read by several ops becomes one per reader, each cut where it can be
+        return [M.second(shape_source, without_fill)]
+    return None
+
+
+@local_rewrite("specialize", "sigmoid")
+def share_sigmoid(fgraph, node):
+    """sigmoid(-x) -> 1 - sigmoid(x), when sigmoid(x) is computed anyway (one transcendental,
+    not two: the logistic-regression gradient needs both).  coursekit's sigmoid is accurate
+    in absolute terms (``0.5 * tanh(x / 2) + 0.5``), and so is the subtraction."""
+    if elemwise_name(node) != "sigmoid":
+        return None
+    negation = producer(node.inputs[0], "neg")
+    if negation is None:
+        return None
+    twin = _client_named(fgraph, negation.inputs[0], "sigmoid", node.outputs[0].type)
+    return _keep(node, M.sub(1, twin.outputs[0])) if twin is not None else None
+
+
+@local_rewrite("specialize", "softplus")
+def share_softplus(fgraph, node):
+    """softplus(x) and softplus(-x) both in the graph -> each as max(+-x, 0) + log1p(exp(-|x|)),
+    so the expensive part is one shared node (the logistic loss needs both).  These are the
+    very steps of coursekit's softplus, so the values are the same to the last bit, tails included
+    (``softplus(x) - x`` would be shorter, but loses every digit of softplus(-x) for large x)."""
+    if elemwise_name(node) != "softplus":
+        return None
+    arg = node.inputs[0]
+    negation = producer(arg, "neg")
+    if negation is not None and _client_named(fgraph, negation.inputs[0], "softplus", node.outputs[0].type):
+        base = negation.inputs[0]
+    else:
+        partners = [_client_named(fgraph, c.outputs[0], "softplus", node.outputs[0].type)
+                    for c, _ in fgraph.clients.get(arg, []) if c != "output" and elemwise_name(c) == "neg"]
+        if not any(partners) and not _expanded_tail_exists(fgraph, arg):
+            return None
+        base = arg
+    shared_tail = M.log1p(M.exp(M.neg(M.abs(base))))
+    return _keep(node, M.add(M.maximum(arg, 0), shared_tail))
+
+
+def _client_named(fgraph, var, name, out_type):
+    """A ``name(var)`` node already in the graph (with output type ``out_type``), else None."""
+    for client, _ in fgraph.clients.get(var, []):
+        if client != "output" and elemwise_name(client) == name and client.outputs[0].type == out_type:
+            return client
+    return None
+
+
+def _expanded_tail_exists(fgraph, x):
+    """Was the partner of ``softplus(x)`` already expanded (is ``log1p(exp(-abs(x)))`` in the graph)?"""
+    frontier = [x]
+    for name in ("abs", "neg", "exp", "log1p"):
+        frontier = [c.outputs[0] for v in frontier for c, _ in fgraph.clients.get(v, [])
+                    if c != "output" and elemwise_name(c) == name]
+        if not frontier:
+            return False
+    return True

@@ -82,3 +82,33 @@ def gemm_inplace(fgraph, node):
     if z.type.broadcastable != node.outputs[0].type.broadcastable:
         return None
     return [type(op)(inplace=True)(*node.inputs)]
+
+
+@local_rewrite("specialize", "gemm", "blas")
+def fold_into_gemv(fgraph, node):
+    """u - c*Gemv(u, alpha, x, y, beta)  ->  Gemv(u, -c*alpha, x, y, 1 - c*beta)   (and with +)
+
+    A gradient step ``w - lr * (dot(X.T, d) + l2 * w)`` is a Gemv whose ``z`` is ``w``
+    itself, then an elementwise pass; folding the step into the Gemv's scalars leaves
+    one BLAS call and no extra pass over ``w``.
+    """
+    name = elemwise_name(node)
+    if name not in ("add", "sub"):
+        return None
+    left, right = node.inputs
+    sign = 1 if name == "add" else -1
+    for u, scaled, s in ((left, right, sign), (right, left, 1)):
+        if name == "sub" and u is right:
+            continue  # (c*G) - u is not of the form u + s*c*G
+        scale, core = _scaled(scaled)
+        gemv = core.owner
+        if gemv is None or type(gemv.op) not in (Gemv, Gemm) or not single_client(fgraph, core):
+            continue
+        z, alpha, x, y, beta = gemv.inputs
+        a, b = scalar_constant(alpha), scalar_constant(beta)
+        if z is not u or a is None or b is None or core.type != node.outputs[0].type:
+            continue
+        dtype = core.type.dtype
+        return [type(gemv.op)()(z, constant(np.asarray(s * scale * a, dtype)), x, y,
+                                constant(np.asarray(1 + s * scale * b, dtype)))]
+    return None

@@ -20,7 +20,13 @@ import numpy as np
 from ..graph import Constant
 from ..tensor.elemwise import Elemwise
 from ..tensor.scalar import ScalarOp, c_type
-from . import global_rewrite
+from . import global_rewrite, numba_kernels
+
+
+def _numba_wanted():
+    from ..config import config
+
+    return config.cpu_kernels == "numba"
 
 
 class Composite(ScalarOp):
@@ -31,14 +37,23 @@ class Composite(ScalarOp):
     i-th embedded constant) or ``("tmp", j)`` (the result of step j).
     """
 
-    def __init__(self, program, constants, nin):
+    def __init__(self, program, constants, nin, input_dtypes=None):
         self.program, self.constants = tuple(program), tuple(constants)
         self._n_inputs = nin
+        self.input_dtypes = tuple(input_dtypes) if input_dtypes is not None else None
+        self._key = ("composite", tuple((op.key(), refs, dtype) for op, refs, dtype in self.program),
+                     tuple((c.dtype.str, c.shape, c.tobytes()) for c in self.constants), self.input_dtypes)
         self._expr = self._describe()
-        super().__init__(f"Composite{{{self._expr}}}", nin, self._generate(), c_expr=None)
+        self.numpy_impl = self._generate()
+        self.kernel = "numpy"
+        impl = self.numpy_impl
+        if _numba_wanted() and numba_kernels.supports(self, self.input_dtypes):
+            impl = numba_kernels.compile_kernel(self, self.input_dtypes)  # a real ufunc: one loop, one pass
+            self.kernel = "numba"
+        super().__init__(f"Composite{{{self._expr}}}", nin, impl, c_expr=None)
 
     def key(self):
-        return ("composite", self._expr, tuple((c.dtype.str, c.tobytes()) for c in self.constants))
+        return self._key
 
     # ---------------------------------------------------------------- text
     def _ref_text(self, ref, texts):
@@ -49,21 +64,39 @@ class Composite(ScalarOp):
             return str(self.constants[i].reshape(-1)[0])
         return texts[i]
 
-    def _describe(self):
-        texts = []
+    def _describe(self, limit=400):
+        """``mul(exp(i0), 2.0)`` -- nested text while it stays short.  A step used twice is
+        spelt out twice in nested text, so its length can grow exponentially in a DAG;
+        past ``limit`` characters the text lists the steps instead (``t0=exp(i0); ...``)."""
+        texts, lengths = [], []
         for op, refs, _ in self.program:
-            args = [self._ref_text(r, texts) for r in refs]
-            texts.append(f"{op.name}({', '.join(args)})")
-        return texts[-1]
+            size = len(op.name) + 2 + sum(lengths[i] + 2 if kind == "tmp" else 8 for kind, i in refs)
+            lengths.append(size)
+            if size > limit:
+                break
+            texts.append(f"{op.name}({', '.join(self._ref_text(r, texts) for r in refs)})")
+        else:
+            return texts[-1]
+        steps = [f"{op.name}({', '.join(f't{i}' if k == 'tmp' else self._ref_text((k, i), ()) for k, i in refs)})"
+                 for op, refs, _ in self.program]
+        if len(steps) > 8:
+            steps = steps[:3] + [f"... {len(steps) - 6} more ..."] + steps[-3:]
+        return f"{len(self.program)} steps: " + "; ".join(steps)
 
     # --------------------------------------------------------- NumPy code
     def _generate(self):
-        """Python source calling each step's NumPy impl, reusing dead temporaries."""
+        """Python source calling each step's NumPy impl, reusing dead temporaries.
+
+        Past ``UNROLL_LIMIT`` steps the same plan runs as a loop instead
+        (:func:`_run_plan`): compiling 10,000 lines of Python takes longer than running them.
+        """
         last_use = {}
         for j, (_, refs, _) in enumerate(self.program):
             for r in refs:
                 if r[0] == "tmp":
                     last_use[r[1]] = j
+        if len(self.program) > UNROLL_LIMIT:
+            return self._plan(last_use)
         args = ", ".join(f"i{i}" for i in range(self._n_inputs))
         lines = [f"def fused({args}, out=None):"]
         ns = {"np": np}
@@ -93,6 +126,22 @@ class Composite(ScalarOp):
         exec(compile(self.source, f"<fused {self._describe()[:60]}>", "exec"), ns)
         return ns["fused"]
 
+    def _plan(self, last_use):
+        """The program as data for :func:`_run_plan`: slots are inputs, then constants, then steps."""
+        n_in, n_const = self._n_inputs, len(self.constants)
+        base = {"in": 0, "const": n_in, "tmp": n_in + n_const}
+        dead_at = {}
+        for tmp, j in last_use.items():
+            dead_at.setdefault(j, []).append(base["tmp"] + tmp)
+        plan = []
+        for j, (op, refs, dtype) in enumerate(self.program):
+            reusable = [i for kind, i in refs if kind == "tmp" and last_use.get(i) == j and self.program[i][2] == dtype]
+            plan.append((op.impl, tuple(base[kind] + i for kind, i in refs),
+                         base["tmp"] + reusable[0] if reusable else -1, tuple(dead_at.get(j, ()))))
+        constants = [c.reshape(()) for c in self.constants]
+        self.source = f"# {len(plan)} steps run by coursekit.rewriting.fusion._run_plan (too long to unroll)\n"
+        return _run_plan(tuple(plan), constants, len(plan))
+
     # ------------------------------------------------------------ C code
     def c_statements(self, input_names, input_dtypes):
         """C/CUDA for one element: one ``const`` temporary per step, so a result used twice is
@@ -120,6 +169,35 @@ class Composite(ScalarOp):
         return "[&]() { " + " ".join(lines) + f" return {final}; }}()"
 
 
+UNROLL_LIMIT = 64
+
+
+def _run_plan(plan, constants, n_steps):
+    """A fused function that walks ``plan`` in a loop; dead temporaries are dropped as it goes."""
+    def fused(*inputs, out=None):
+        slots = [*inputs, *constants, *([None] * n_steps)]
+        first_step = len(slots) - n_steps
+        for j, (fn, args, reuse, dead) in enumerate(plan):
+            values = [slots[i] for i in args]
+            target = slots[reuse] if reuse >= 0 else None
+            try:
+                result = fn(*values) if target is None else fn(*values, out=target)
+            except (ValueError, TypeError):  # shape grew, or a 0-d result
+                result = fn(*values)
+            for d in dead:
+                slots[d] = None
+            slots[first_step + j] = result
+        result = slots[-1]
+        if out is not None:
+            try:
+                np.copyto(out, result)
+                return out
+            except (ValueError, TypeError):
+                pass
+        return result
+    return fused
+
+
 def c_literal(array):
     """A C literal for a one-element array (``2.5``, ``-3``, ``true``, ``INFINITY``)."""
     value = array.reshape(-1)[0].item()
@@ -136,22 +214,34 @@ def c_literal(array):
 
 def _fusable(node):
     return (node is not None and isinstance(node.op, Elemwise) and node.op.device == "cpu"
-            and node.op.scalar_op.name != "identity")
+            and node.op.scalar_op.name != "identity" and len(node.outputs) == 1)
 
 
 @global_rewrite("fusion", "fusion", "elemwise")
 def fuse_elemwise(fgraph):
-    """Fuse every maximal tree of CPU Elemwise nodes into one Composite node."""
+    """Fuse every maximal group of CPU Elemwise nodes into one Composite node.
+
+    A group grows upward from a root through producers whose *every* reader is
+    already in the group: a chain, but also a diamond (``s = sigmoid(z)`` read
+    by two ops that both end in the root), so a value used twice inside one
+    kernel is computed once and never written to memory.  Nothing here recurses
+    over the graph's depth: a chain of 10,000 ops fuses like a chain of 3.
+    """
     changes = 0
-    for node in reversed(fgraph.toposort()):
-        if node not in fgraph.apply_nodes or not _fusable(node):
+    order = fgraph.toposort()
+    position = {node: k for k, node in enumerate(order)}
+    consumed = set()
+    for node in reversed(order):
+        if node in consumed or not _fusable(node):
             continue
         group = _grow_group(fgraph, node)
         if len(group) < 2:
             continue
-        new_out = _build_composite(node, group)
+        members = sorted(group, key=position.__getitem__)
+        new_out = _build_composite(node, members)
         if new_out is None:
             continue
+        consumed.update(group)
         fgraph.replace(node.outputs[0], new_out, reason="fusion")
         fgraph.rewrite_log.append(("fusion", "fuse_elemwise", f"{len(group)} ops -> {new_out.owner.op}"))
         changes += 1
@@ -159,38 +249,48 @@ def fuse_elemwise(fgraph):
 
 
 def _grow_group(fgraph, root):
-    """The root plus every Elemwise producer that only feeds this group."""
+    """The root plus every Elemwise producer all of whose readers are in the group.
+
+    A producer read by two members joins when the second of them joins (it is
+    looked at again each time one of its readers joins).  The group stays
+    convex: every member but the root feeds only members, so no outside node
+    can sit between two members.
+    """
     group, stack = {root}, [root]
-    out_bcast = root.outputs[0].type.broadcastable
+    out_ndim = root.outputs[0].type.ndim
     while stack:
         node = stack.pop()
         for inp in node.inputs:
             producer = inp.owner
-            if not _fusable(producer) or producer in group:
+            if producer in group or not _fusable(producer) or inp.type.ndim != out_ndim:
                 continue
             clients = fgraph.clients.get(inp, [])
-            if len(clients) != 1 or clients[0][0] == "output" or len(producer.outputs) != 1:
-                continue
-            if inp.type.ndim != len(out_bcast):
+            if not clients or any(c == "output" or c not in group for c, _ in clients):
                 continue
             group.add(producer)
             stack.append(producer)
     return group
 
 
-def _build_composite(root, group):
-    inputs, constants, program, slot = [], [], [], {}
+def _build_composite(root, members):
+    """One Elemwise(Composite) computing ``root``'s output from the group's outside inputs.
+
+    ``members`` are in topological order, so every step's arguments exist before
+    it (no recursion).  Equal steps are computed once (common subexpressions
+    inside the kernel, including those that inlining earlier fusions exposes).
+    """
+    inputs, input_slot, constants, program, slot, seen_steps = [], {}, [], [], {}, {}
+    group = set(members)
 
     def ref(var):
         if var.owner in group:
-            return ("tmp", slot[var.owner])
+            return ("tmp", slot[var])
         if isinstance(var, Constant) and var.data.size == 1:
             return constant_ref(var.data)
-        for i, known in enumerate(inputs):
-            if known is var:
-                return ("in", i)
-        inputs.append(var)
-        return ("in", len(inputs) - 1)
+        if var not in input_slot:
+            input_slot[var] = len(inputs)
+            inputs.append(var)
+        return ("in", input_slot[var])
 
     def constant_ref(data):
         for i, c in enumerate(constants):
@@ -199,29 +299,51 @@ def _build_composite(root, group):
         constants.append(data)
         return ("const", len(constants) - 1)
 
-    def visit(node):
-        for inp in node.inputs:
-            if inp.owner in group and inp.owner not in slot:
-                visit(inp.owner)
+    def step(op, refs, dtype):
+        key = (op, refs, dtype)
+        if key not in seen_steps:
+            program.append((op, refs, dtype))
+            seen_steps[key] = len(program) - 1
+        return seen_steps[key]
+
+    for node in members:
         outer_refs = [ref(i) for i in node.inputs]
         scalar_op = node.op.scalar_op
         if isinstance(scalar_op, Composite):  # inline an earlier fusion instead of nesting it
-            base = len(program)
+            inner = []
             for op, refs, dtype in scalar_op.program:
-                program.append((op, tuple(outer_refs[i] if kind == "in" else
-                                          constant_ref(scalar_op.constants[i]) if kind == "const" else
-                                          ("tmp", base + i) for kind, i in refs), dtype))
+                new_refs = tuple(outer_refs[i] if kind == "in" else
+                                 constant_ref(scalar_op.constants[i]) if kind == "const" else
+                                 ("tmp", inner[i]) for kind, i in refs)
+                inner.append(step(op, new_refs, dtype))
+            slot[node.outputs[0]] = inner[-1]
         else:
-            program.append((scalar_op, tuple(outer_refs), node.outputs[0].type.dtype))
-        slot[node] = len(program) - 1
-
-    visit(root)
+            slot[node.outputs[0]] = step(scalar_op, tuple(outer_refs), node.outputs[0].type.dtype)
     if not inputs:  # all constants: leave it to constant folding
         return None
-    composite = Composite(program, constants, len(inputs))
+    final = slot[root.outputs[0]]
+    program = _live_steps(program, final)
+    composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs])
     out = Elemwise(composite)(*inputs)
     if out.type != root.outputs[0].type:
         from ..tensor.math import cast
 
         out = cast(out, root.outputs[0].type.dtype) if out.type.dtype != root.outputs[0].type.dtype else out
     return out
+
+
+def _live_steps(program, final):
+    """The steps the final one needs, renumbered, the final one last."""
+    live, stack = set(), [final]
+    while stack:
+        j = stack.pop()
+        if j in live:
+            continue
+        live.add(j)
+        stack.extend(i for kind, i in program[j][1] if kind == "tmp")
+    if len(live) == len(program) and final == len(program) - 1:
+        return program
+    keep = sorted(live)
+    renumber = {old: new for new, old in enumerate(keep)}
+    return [(op, tuple(("tmp", renumber[i]) if kind == "tmp" else (kind, i) for kind, i in refs), dtype)
+            for op, refs, dtype in (program[j] for j in keep)]

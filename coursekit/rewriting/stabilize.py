@@ -80,5 +80,7 @@ def stabilize_graph(outputs):
     fgraph = FunctionGraph(graph_inputs(cloned), cloned)
     fgraph.rewrite_log = []
     for stage in ("canonicalize", "stabilize"):
-        run_stage(fgraph, stage, [rw for rw in _DB[stage] if "constant_folding" not in rw.tags])
+        # no constant folding (it would bake in values), and no shape shortcuts: a shortcut is
+        # sound only where its reasoning ("this is computed anyway") holds for the compiled graph
+        run_stage(fgraph, stage, [rw for rw in _DB[stage] if not {"constant_folding", "shape"} & set(rw.tags)])
     return fgraph.outputs, memo
