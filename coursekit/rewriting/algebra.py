@@ -222,7 +222,7 @@ def share_sigmoid(fgraph, node):
     return _keep(node, M.sub(1, twin.outputs[0])) if twin is not None else None
 
 
-@local_rewrite("specialize", "softplus")
+@local_rewrite("specialize", "softplus", "fusion")  # pays only when fused: excluded with fusion
 def share_softplus(fgraph, node):
     """softplus(x) and softplus(-x) both in the graph -> each as max(+-x, 0) + log1p(exp(-|x|)),
     so the expensive part is one shared node (the logistic loss needs both).  These are the
