@@ -234,11 +234,20 @@ class Op:
         """Compute outputs from input values: ``output_storage[i][0] = value``."""
         raise NotImplementedError(f"{type(self).__name__}.perform")
 
-    def make_thunk(self, node, storage_map):
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("make_thunk")
+        if own is not None and _theano_thunk_signature(own):
+            cls.make_thunk = _adapt_theano_make_thunk(own)
+
+    def make_thunk(self, node, storage_map, compute_map=None, no_recycling=None, impl=None):
         """A zero-argument callable computing ``node`` over its storage cells.
 
         The default calls ``perform``; ops override it for speed or to launch
-        device kernels.
+        device kernels.  Theano's five-argument form ``make_thunk(node,
+        storage_map, compute_map, no_recycling, impl)`` works too: an op that
+        defines it is called with ``compute_map={}``, ``no_recycling=[]`` and
+        ``impl=None`` (coursekit has no lazy evaluation and recycles nothing).
         """
         perform = self.perform
         in_cells = [storage_map[v] for v in node.inputs]
@@ -256,6 +265,28 @@ class Op:
 
     def L_op(self, inputs, outputs, output_grads):
         return self.grad(inputs, output_grads)
+
+
+def _theano_thunk_signature(fn):
+    """Does this make_thunk need Theano's compute_map and no_recycling arguments?"""
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1:]  # without self
+    except (TypeError, ValueError):
+        return False
+    required = [p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(required) >= 4
+
+
+def _adapt_theano_make_thunk(theano_make_thunk):
+    def make_thunk(self, node, storage_map, compute_map=None, no_recycling=None, impl=None):
+        return theano_make_thunk(self, node, storage_map, {} if compute_map is None else compute_map,
+                                 [] if no_recycling is None else no_recycling, impl)
+
+    make_thunk.__doc__ = theano_make_thunk.__doc__
+    make_thunk.__wrapped__ = theano_make_thunk
+    return make_thunk
 
 
 # ---------------------------------------------------------------- traversal

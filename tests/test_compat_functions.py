@@ -43,3 +43,25 @@ def test_copy_swaps_shared_variables_and_drops_updates():
     assert h(np.float32(1)) == 2 and W.get_value() == 2
     with pytest.raises(TypeError, match="same type"):
         f.copy(swap={W: theano.shared(np.zeros(2, "float32"))})
+
+
+def test_an_op_with_theanos_five_argument_make_thunk_runs():
+    class DoubleOp(theano.Op):
+        __props__ = ()
+
+        def make_node(self, x):
+            x = T.as_tensor_variable(x)
+            return theano.Apply(self, [x], [x.type()])
+
+        def make_thunk(self, node, storage_map, compute_map, no_recycling, impl=None):
+            assert compute_map == {} and no_recycling == [] and impl is None
+            inputs = [storage_map[v] for v in node.inputs]
+            outputs = [storage_map[v] for v in node.outputs]
+
+            def thunk():
+                outputs[0][0] = inputs[0][0] * 2
+            return thunk
+
+    x = T.fmatrix("x")
+    f = theano.function([x], DoubleOp()(x) + 1)
+    np.testing.assert_array_equal(f(np.ones((2, 3), "float32")), np.full((2, 3), 3.0))
