@@ -188,7 +188,7 @@ class Scan(Op):
             cell[0] = backend.wrap(value)
 
     def make_thunk(self, node, storage_map):
-        fn = self.compile_inner()
+        fn = _direct_caller(self.compile_inner())
         in_cells = [storage_map[v] for v in node.inputs]
         out_cells = [storage_map[v] for v in node.outputs]
         run = self.run_loop
@@ -201,7 +201,7 @@ class Scan(Op):
         return thunk
 
     def perform(self, node, inputs, output_storage):
-        for cell, value in zip(output_storage, self.run_loop(self.compile_inner(), inputs)):
+        for cell, value in zip(output_storage, self.run_loop(_direct_caller(self.compile_inner()), inputs)):
             cell[0] = value
 
     # ------------------------------------------------------------ the loop
@@ -280,3 +280,45 @@ class Scan(Op):
         from .grad import scan_grad
 
         return scan_grad(self, inputs, outputs, output_grads)
+
+
+def _direct_caller(fn):
+    """A call of the compiled inner function that drives its thunks directly.
+
+    A step is small (an RNN step is three thunks), so the compiled call's
+    per-call work (argument checks, output copies, freeing buffers) would be
+    a large share of it.  This sets the input cells, runs the thunks and reads
+    the output cells; the loop copies every result into its own buffers
+    before the next step, so reusing the thunks' buffers is safe.  A profiled
+    (or otherwise hooked) inner function is called normally, so its profile
+    sees every step.
+    """
+    if getattr(fn, "profile", None) is not None or getattr(fn, "hooks", ()):
+        return fn
+    cells, thunks, nodes = fn.input_cells, fn.thunks, fn.nodes
+    outs = [fn.storage_map[v] for v in fn.maker.fgraph.outputs]
+
+    def call(*args):
+        for cell, value in zip(cells, args):
+            cell[0] = value
+        i = 0
+        try:
+            for thunk in thunks:
+                thunk()
+                i += 1
+        except Exception as exc:
+            _step_error(nodes[i], fn.storage_map, exc)
+        return [cell[0] for cell in outs]
+
+    return call
+
+
+def _step_error(node, storage_map, exc):
+    shapes = [getattr(storage_map[v][0], "shape", "?") for v in node.inputs]
+    message = (f"{exc}\n\nIn the step of a scan: {node} failed (input shapes {shapes}); the node was created "
+               f"by your code at {format_trace(node.trace)}")
+    try:
+        new = type(exc)(message)
+    except Exception:
+        new = RuntimeError(f"{type(exc).__name__}: {message}")
+    raise new.with_traceback(None) from exc
