@@ -4,7 +4,9 @@
   ``--check``, only lists the stale files and exits 1 when there are any: the same test CI runs);
 * ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks;
 * ``coursekit calibrate [--name NAME]`` measures this machine's GPU and saves it as a cost-model preset
-  (see docs/gpu-model.md); without a GPU it says it needs one.
+  (see docs/gpu-model.md); without a GPU it says it needs one;
+* ``coursekit gpu-models [NAME...]`` lists the presets of the modelled GPU (built-in and calibrated),
+  with their figures and sources.
 
 See docs/teaching.md for the whole workflow. Only the course machinery is imported here, lazily,
 so that these commands work even while the array compiler is being changed.
@@ -103,6 +105,26 @@ def _calibrate(args) -> int:
     return 0
 
 
+def _gpu_models(args) -> int:
+    from coursekit.config import config
+    from coursekit.devices import presets
+    from coursekit.devices.calibrate import describe
+
+    names = args.names or presets.available()
+    for name in names:
+        try:
+            spec = presets.get(name)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
+        kind = "measured by calibrate" if spec.measured else "datasheet figures; estimates marked in sources"
+        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
+        if args.names:
+            print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coursekit", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -135,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     ca.add_argument("--name", help="preset name (default: from the card's name, e.g. nvidia-h100-80gb-hbm3)")
     ca.add_argument("--repeats", type=int, default=5, help="repeats per measurement (default: 5)")
     ca.set_defaults(func=_calibrate)
+
+    gm = commands.add_parser("gpu-models", help="list the modelled GPU's presets",
+                             description="Show the GPU presets of the cost model (select one with "
+                                         "COURSEKIT_FLAGS=gpu_model=NAME); with names, also their sources.")
+    gm.add_argument("names", nargs="*", help="presets to show in full (default: all, without sources)")
+    gm.set_defaults(func=_gpu_models)
     return parser
 
 

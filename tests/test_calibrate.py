@@ -88,3 +88,14 @@ def test_calibrate_without_a_gpu_says_it_needs_one(monkeypatch, capsys):
     assert "measures a real NVIDIA GPU" in err and "gpu_model=" in err
     assert main(["calibrate", "--name", "h100"]) == 2
     assert "not a built-in preset" in capsys.readouterr().err
+
+
+def test_gpu_models_lists_presets_and_their_sources(capsys):
+    assert main(["gpu-models"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"{key}" in out for key in presets.PRESETS) and "192.4 GB/s" in out
+    assert main(["gpu-models", "h100"]) == 0
+    out = capsys.readouterr().out
+    assert "sources:" in out and "Hopper" in out and "gtx580" not in out
+    assert main(["gpu-models", "rtx9090"]) == 2
+    assert "not a known GPU preset" in capsys.readouterr().err

@@ -325,3 +325,60 @@ def test_a_device_may_carry_its_own_model(sim):
     assert costmodel.model_for(Card()) is Card.model
     assert costmodel.model_for(devices.current()).spec.key == theano.config.gpu_model  # nothing attached
     assert costmodel.model(presets.get("k40")) is costmodel.model(presets.get("k40"))  # shared, cached
+
+
+# ------------------------------------------------------------------ the tutorial's other claims (lessons 5, 6)
+def logistic_regression_step(on_device, n=400, feats=784):
+    """The tutorial's training step; ``on_device``: the data are shared variables (on the GPU) instead of inputs."""
+    rng = np.random.RandomState(0)
+    X, Y = rng.randn(n, feats).astype("float32"), rng.randint(0, 2, n).astype("float32")
+    w = theano.shared(rng.randn(feats).astype("float32"), name="w")
+    b = theano.shared(np.float32(0), name="b")
+    x, y = (theano.shared(X), theano.shared(Y)) if on_device else (T.fmatrix("x"), T.fvector("y"))
+    p_1 = 1 / (1 + T.exp(-T.dot(x, w) - b))
+    xent = -y * T.log(p_1) - (1 - y) * T.log(1 - p_1)
+    cost = xent.mean() + 0.01 * (w ** 2).sum()
+    gw, gb = T.grad(cost, [w, b])
+    updates = [(w, w - 0.1 * gw), (b, b - 0.1 * gb)]
+    if on_device:
+        return theano.function([], cost, updates=updates), ()
+    return theano.function([x, y], cost, updates=updates), (X, Y)
+
+
+def test_logistic_regression_data_on_the_device_saves_the_copies_and_leaves_launches(sim):
+    model = costmodel.model()
+    written, args = logistic_regression_step(on_device=False)
+    resident, _ = logistic_regression_step(on_device=True)
+    as_written = modelled.predict_call(written, *args, model=model, calls=2)
+    on_device = modelled.predict_call(resident, model=model, calls=2)
+    assert as_written.transfer_bytes >= 400 * 784 * 4 > on_device.transfer_bytes
+    assert as_written.device > on_device.device
+    # what is left is many small kernels: at N = 400 they take far longer than their bytes need at full
+    # bandwidth (launches, and waves that leave most of the GPU idle)
+    moved = sum(cost.work.bytes for _, cost in on_device.rows)
+    assert on_device.launches >= 8 and on_device.device > 5 * moved / model.spec.memory_bandwidth
+
+
+def test_matrix_products_need_enough_work_to_fill_the_gpu():
+    """'Matrix multiplication ... can be accelerated a lot when arguments are large enough to keep 30
+    processors busy': small products leave SMs idle (wave quantisation) and pay the launch."""
+    for key in ("gtx580", "h100"):
+        m = costmodel.CostModel(key)
+
+        def achieved(n):
+            w = work.matmul_work((n, n), (n, n), "float32")
+            return w.flops / (m.cost(w).launch + m.cost(w).kernel)
+
+        assert achieved(2048) > 10 * achieved(64)
+        assert achieved(2048) <= m.spec.fp32_flops
+
+
+def test_copies_cancel_the_advantage_of_one_elementwise_op():
+    """'Copying ... often cancels most of the advantage of one or two accelerated functions on that data'."""
+    for key in presets.PRESETS:
+        m = costmodel.CostModel(key)
+        for n in (10 ** 3, 10 ** 5, 10 ** 7):
+            kernel = m.cost(work.elementwise_work(elemwise_op("exp").scalar_op, [(n,)], ["float32"], "float32"))
+            assert 2 * m.transfer_time(4 * n) > 2 * (kernel.launch + kernel.kernel), (key, n)
+            big = n == 10 ** 7  # large enough: the kernel runs near the achievable bandwidth
+            assert not big or 8 * n / kernel.kernel > 0.7 * m.spec.memory_bandwidth
