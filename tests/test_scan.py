@@ -196,3 +196,18 @@ def test_on_a_gpu_device_the_loop_state_stays_in_device_memory():
             assert "GpuDot" in kinds and not {"GpuFromHost", "HostFromGpu"} & set(kinds)  # no transfer per step
     for a, b in zip(results["cpu"], results["sim"]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_dot_of_a_sequence_element_is_pushed_out_of_the_loop():
+    x, W, U, h0 = T.dmatrix("x"), T.dmatrix("W"), T.dmatrix("U"), T.dvector("h0")
+    h, _ = theano.scan(lambda x_t, prev: T.tanh(T.dot(x_t, W) + T.dot(prev, U)), sequences=x, outputs_info=h0)
+    fast = theano.function([x, W, U, h0], h)
+    plain = theano.function([x, W, U, h0], h, mode="FAST_COMPILE")
+    assert any(name == "scan_pushout_seq_dot" for _, name, _ in fast.maker.fgraph.rewrite_log)
+    scan_op = [n.op for n in fast.toposort() if type(n.op).__name__ == "Scan"][0]
+    inner_dots = [n for n in scan_op.compile_inner().toposort() if "Dot" in type(n.op).__name__
+                  or "Gemv" in type(n.op).__name__]
+    assert len(inner_dots) == 1  # only dot(prev, U) is left in the step
+    args = [RNG.standard_normal((5, 3)), RNG.standard_normal((3, 2)), RNG.standard_normal((2, 2)),
+            RNG.standard_normal(2)]
+    np.testing.assert_allclose(fast(*args), plain(*args), rtol=1e-12)

@@ -1,4 +1,4 @@
-"""Rewrites of Scan nodes.
+"""Rewrites of Scan nodes (both in the ``specialize`` stage, tagged ``scan``).
 
 ``scan_dot_to_gemm``: a loop whose every step is one matrix-vector product
 with the same matrix, ``out[t] = dot(W, x[t])`` (or ``dot(x[t], W)``), is
@@ -8,9 +8,13 @@ just a GEMM call".  One BLAS call instead of n Python steps and n GEMV calls.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+from ..graph import apply_nodes_between, clone_replace
 from ..rewriting import local_rewrite
 from ..tensor import math as M
 from ..tensor.blas import Dot
+from ..tensor.type import TensorType
 from .op import Scan
 
 
@@ -43,3 +47,48 @@ def scan_dot_to_gemm(fgraph, node):
     if result.type.dtype != node.outputs[0].type.dtype:
         return None
     return [result]
+
+
+@local_rewrite("specialize", "fast_run", "scan", "scan_pushout_seq_dot")
+def scan_pushout_seq_dot(fgraph, node):
+    """dot(x[t], W) inside a loop, with x a sequence and W a non-sequence, is row t of dot(X, W):
+    compute that one GEMM before the loop and hand the loop its rows (Theano's push-out of sequence ops).
+
+    An RNN step ``tanh(dot(x_t, W) + dot(h, U))`` then does one matrix-vector product per step instead of two.
+    """
+    op = node.op
+    if not isinstance(op, Scan) or op.info.n_seqs == 0:
+        return None
+    info = op.info
+    seq_inner = op.inner_inputs[:info.n_seqs]
+    n_front = info.n_seqs + sum(len(info.taps[k]) for k in info.recurrent) + info.n_shared
+    nonseq_inner = op.inner_inputs[n_front:]
+    n_steps, seqs, inits, states, nonseqs = op.split_inputs(node.inputs)
+    found = _seq_dot(op.inner_outputs, seq_inner, nonseq_inner)
+    if found is None:
+        return None
+    dot_var, seq_index, w_index, seq_first = found
+    rows = seqs[seq_index][:n_steps]
+    pushed = M.dot(rows, nonseqs[w_index]) if seq_first else M.dot(nonseqs[w_index].T, rows.T).T
+    new_ph = TensorType(dot_var.type.dtype, dot_var.type.broadcastable).make_variable("pushed_dot[t]")
+    inner_out, _ = clone_replace(op.inner_outputs, {dot_var: new_ph})
+    inner_in = seq_inner + [new_ph] + op.inner_inputs[info.n_seqs:]
+    new_info = replace(info, n_seqs=info.n_seqs + 1)
+    new_op = Scan(inner_in, inner_out, new_info, trace=op.trace)
+    outs = new_op(n_steps, *seqs, pushed, *inits, *states, *nonseqs)
+    return outs if isinstance(outs, list) else [outs]
+
+
+def _seq_dot(outputs, seq_inner, nonseq_inner):
+    """(dot variable, sequence index, non-sequence index, sequence first?) of one dot(x_t, W) in the step."""
+    seq_ids = {id(v): k for k, v in enumerate(seq_inner)}
+    nonseq_ids = {id(v): k for k, v in enumerate(nonseq_inner)}
+    for apply in apply_nodes_between(seq_inner + nonseq_inner, outputs):
+        if not isinstance(apply.op, Dot):
+            continue
+        a, b = apply.inputs
+        if id(a) in seq_ids and id(b) in nonseq_ids and a.type.ndim == 1 and b.type.ndim == 2:
+            return apply.outputs[0], seq_ids[id(a)], nonseq_ids[id(b)], True
+        if id(b) in seq_ids and id(a) in nonseq_ids and b.type.ndim == 1 and a.type.ndim == 2:
+            return apply.outputs[0], seq_ids[id(b)], nonseq_ids[id(a)], False
+    return None
