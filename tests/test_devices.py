@@ -40,7 +40,7 @@ def sim(request):
 
 # ------------------------------------------------------------ the device array
 def device_array_type(device):
-    return SimArray if device.simulated else device.backend.array_type
+    return device.array_type
 
 
 def test_sim_array_refuses_implicit_conversion():
@@ -231,7 +231,7 @@ def test_logistic_regression_on_the_simulated_gpu(sim):
 
 def test_debugmode_compares_gpu_ops_with_their_cpu_ops(sim, monkeypatch):
     from coursekit.debugmode import DebugModeError
-    from coursekit.devices import backends
+    from coursekit.devices.device import SimDevice
 
     if not sim.simulated:
         pytest.skip("breaks the simulated backend's kernels on purpose")
@@ -239,13 +239,13 @@ def test_debugmode_compares_gpu_ops_with_their_cpu_ops(sim, monkeypatch):
     x = theano.shared(f32(6), name="x")
     f = theano.function([], T.exp(x) + 1, mode="DebugMode")
     np.testing.assert_allclose(f(), np.exp(x.get_value()) + 1, rtol=1e-6)
-    original = backends.SimBackend.elementwise
+    original = SimDevice.elementwise
 
     def broken(self, scalar_op, input_dtypes, output_dtype):
         impl = original(self, scalar_op, input_dtypes, output_dtype)
         return lambda *a, out=None: impl(*a) * 1.01  # a "GPU kernel" that is slightly off
 
-    monkeypatch.setattr(backends.SimBackend, "elementwise", broken)
+    monkeypatch.setattr(SimDevice, "elementwise", broken)
     g = theano.function([], T.exp(x) + 1, mode="DebugMode")
     with pytest.raises(DebugModeError, match="GpuElemwise.*differs"):
         g()

@@ -18,17 +18,17 @@ def initial_shared_storage(host_value, ttype):
 
 def store_shared_value(var, value, borrow):
     """``set_value``: validate, copy unless borrowed, keep the variable where it lives."""
-    backend = getattr(var.type, "backend", None)
-    if backend is None:
+    device = getattr(var.type, "device", None)  # a GpuArrayType names the device whose memory holds the value
+    if device is None:
         var.container.storage[0] = host_filter(var, value, borrow)
         return
-    if backend.is_device_array(value):
+    if device.is_device_array(value):
         var.container.storage[0] = var.type.filter(value if borrow else value.copy(),
                                                    where=f"the value for shared variable {var.name or '<unnamed>'}")
         return
     host = var.type.host_type().filter(value, strict=False, allow_downcast=None,
                                        where=f"the value for shared variable {var.name or '<unnamed>'}")
-    var.container.storage[0] = backend.to_device(host)
+    var.container.storage[0] = device.to_device(host)
 
 
 def host_filter(var, value, borrow):

@@ -26,42 +26,24 @@ An endless loop in a kernel hangs the emulator as it would hang a GPU.
 from .args import In, InOut, Out
 from .errors import (BackendUnavailableError, CompileError, CudaError, KernelArgumentError,
                      KernelRuntimeError, LaunchConfigError, MemoryAccessError, RaceConditionError)
-from .module import SourceModule, choose_backend, gpu_available
-
-
-def _device_backend(backend):
-    return choose_backend(backend)
+from .module import SourceModule, gpu_available, kernel_device
 
 
 def to_device(host_array, backend="auto"):
-    """Copy a host array to device memory of the backend SourceModule would pick."""
+    """Copy a host array to the memory of the device SourceModule would pick (see ``kernel_device``)."""
     import numpy as np
-    if _device_backend(backend) == "cupy":
-        import cupy
-        return cupy.asarray(np.ascontiguousarray(host_array))
-    from coursekit.devices.simarray import SimArray
-    return SimArray.from_host(np.ascontiguousarray(host_array))
+
+    return kernel_device(backend).to_device(np.ascontiguousarray(host_array))
 
 
 def empty(shape, dtype, backend="auto"):
     """Uninitialised device memory (on the emulator it is filled with 0xFF bytes, as garbage)."""
-    import numpy as np
-    if _device_backend(backend) == "cupy":
-        import cupy
-        return cupy.empty(shape, dtype)
-    from coursekit.devices.simarray import SimArray
-    arr = SimArray.empty(shape, dtype)
-    arr._buf.reshape(-1).view(np.uint8).fill(0xFF)
-    return arr
+    return kernel_device(backend).empty(shape, dtype)
 
 
 def zeros(shape, dtype, backend="auto"):
     """Device memory filled with zeros."""
-    if _device_backend(backend) == "cupy":
-        import cupy
-        return cupy.zeros(shape, dtype)
-    from coursekit.devices.simarray import SimArray
-    return SimArray.zeros(shape, dtype)
+    return kernel_device(backend).zeros(shape, dtype)
 
 
 def compile_check(source, options=()):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 
+from .. import devices
 from . import compiler
 from .errors import BackendUnavailableError, CudaError
 from .source import find_kernels
@@ -16,38 +17,30 @@ _loaded = {}            # .so path -> EmulatorLibrary (one dlopen per process)
 _load_lock = threading.Lock()
 
 
-def configured_device() -> str:
-    """coursekit's device setting, or "cpu" when the config module is not there (yet)."""
-    try:
-        return str(getattr(__import__("coursekit.config", fromlist=["config"]).config, "device", "cpu"))
-    except Exception:
-        return "cpu"
+def kernel_device(backend: str = "auto"):
+    """The Device that runs kernels for ``backend``: a real GPU (NVRTC) or the simulated one (the emulator).
 
-
-def gpu_available() -> bool:
-    """True when CuPy imports and sees a GPU.  Imports cupy lazily, only here."""
-    try:
-        import cupy
-        return bool(cupy.cuda.is_available())
-    except Exception:
-        return False
-
-
-def choose_backend(backend: str = "auto") -> str:
+    ``"auto"`` follows ``config.device``: the GPU when the device is ``gpu``/``cuda``
+    and CuPy sees one, else the emulator (also for ``device='cpu'``).
+    """
     backend = (backend or "auto").lower()
     if backend in ("emulator", "cpu", "sim"):
-        return "emulator"
+        return devices.get("sim")
     if backend in ("cupy", "gpu", "cuda", "nvrtc"):
-        if not gpu_available():
+        if not devices.gpu_available():
             raise BackendUnavailableError(
                 f"backend={backend!r} needs a real NVIDIA GPU that CuPy can see, and there is none here. "
                 f"Use backend='auto' (falls back to the CPU emulator) or backend='emulator'.")
-        return "cupy"
+        device = devices.kernel_device()
+        return device if device.raw_kernels == "nvrtc" else devices.get("cuda:0")
     if backend != "auto":
         raise ValueError(f"backend={backend!r}: use 'auto', 'emulator' or 'cupy'")
-    if configured_device().split(":")[0] in ("sim", "cpu"):
-        return "emulator"
-    return "cupy" if gpu_available() else "emulator"
+    return devices.kernel_device()
+
+
+def gpu_available() -> bool:
+    """True when CuPy imports and sees a GPU."""
+    return devices.gpu_available()
 
 
 class SourceModule:
@@ -71,7 +64,8 @@ class SourceModule:
         self.options = tuple(options or ())
         self.kernels = {k.name: k for k in find_kernels(source)}
         self.name_expressions = tuple(name_expressions)
-        self.backend_kind = choose_backend(backend)
+        self.device = kernel_device(backend)
+        self.backend_kind = "cupy" if self.device.raw_kernels == "nvrtc" else "emulator"
         if self.backend_kind == "emulator":
             from .emulator import LABEL, check_level, default_check
             self.backend = LABEL
@@ -82,7 +76,8 @@ class SourceModule:
             self.library = _load(path)
         else:
             from .gpu import CupyModule
-            self.backend = "GPU (CuPy, NVRTC)"
+            from .gpu import LABEL
+            self.backend = LABEL
             self.check = False
             self._gpu = CupyModule(source, self.options, self.name_expressions, no_extern_c)
 

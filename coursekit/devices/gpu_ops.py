@@ -20,8 +20,8 @@ from ..tensor.reduction import CAReduce
 from .types import GpuArrayType
 
 
-def _dev_type(backend, dtype, bcast):
-    return GpuArrayType(dtype, bcast, backend).make_variable()
+def _dev_type(target, dtype, bcast):
+    return GpuArrayType(dtype, bcast, target).make_variable()
 
 
 class GpuOp(Op):
@@ -31,25 +31,25 @@ class GpuOp(Op):
 
     def __str__(self):
         """The class name and the props that matter, never the backend (so graphs print alike on sim and cuda)."""
-        props = [str(getattr(self, p)) for p in self.__props__ if p != "backend_name"]
+        props = [str(getattr(self, p)) for p in self.__props__ if p != "device_name"]
         return type(self).__name__ + (f"{{{', '.join(props)}}}" if props else "")
 
-    def _init_backend(self, backend):
-        self.backend, self.backend_name = backend, backend.name
+    def _init_target(self, target):
+        self.target, self.device_name = target, target.name
 
     def _arg(self, value):
         """A device array -> the backend's xp array; host scalars pass through."""
         if isinstance(value, np.ndarray):
-            return value.reshape(()).item() if value.size == 1 and not self.backend.simulated else value
-        return self.backend.unwrap(value)
+            return value.reshape(()).item() if value.size == 1 and not self.target.simulated else value
+        return self.target.unwrap(value)
 
 
 class GpuElemwise(GpuOp):
-    __props__ = ("scalar_op", "backend_name")
+    __props__ = ("scalar_op", "device_name")
 
-    def __init__(self, scalar_op, backend):
+    def __init__(self, scalar_op, target):
         self.scalar_op, self.nin = scalar_op, scalar_op.nin
-        self._init_backend(backend)
+        self._init_target(target)
 
     def __str__(self):
         return f"GpuElemwise{{{self.scalar_op}}}"
@@ -63,15 +63,15 @@ class GpuElemwise(GpuOp):
         ndim = max(i.type.ndim for i in inputs)
         bcast = tuple(all(i.type.broadcastable[d] for i in inputs if i.type.ndim == ndim) for d in range(ndim))
         dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
-        return Apply(self, list(inputs), [_dev_type(self.backend, dtype, bcast)])
+        return Apply(self, list(inputs), [_dev_type(self.target, dtype, bcast)])
 
     def make_thunk(self, node, storage_map):
-        kernel = self.backend.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
+        kernel = self.target.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
                                           node.outputs[0].type.dtype)
         cells = [storage_map[v] for v in node.inputs]
         out_cell = storage_map[node.outputs[0]]
-        arg, wrap, unwrap = self._arg, self.backend.wrap, self.backend.unwrap
-        array_type = self.backend.array_type
+        arg, wrap, unwrap = self._arg, self.target.wrap, self.target.unwrap
+        array_type = self.target.array_type
         on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
         check = _broadcast_checker(node)
 
@@ -89,19 +89,19 @@ class GpuElemwise(GpuOp):
         return thunk
 
     def perform(self, node, inputs, output_storage):
-        kernel = self.backend.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
+        kernel = self.target.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
                                           node.outputs[0].type.dtype)
-        output_storage[0][0] = self.backend.wrap(kernel(*[self._arg(v) for v in inputs]))
+        output_storage[0][0] = self.target.wrap(kernel(*[self._arg(v) for v in inputs]))
 
 
 class GpuCAReduce(GpuOp):
     """Sum / max / min / prod over axes, on the device."""
 
-    __props__ = ("scalar_name", "axis", "backend_name")
+    __props__ = ("scalar_name", "axis", "device_name")
 
-    def __init__(self, scalar_name, axis, backend):
+    def __init__(self, scalar_name, axis, target):
         self.scalar_name, self.axis = scalar_name, tuple(axis)
-        self._init_backend(backend)
+        self._init_target(target)
 
     def __str__(self):
         return f"GpuCAReduce{{{self.scalar_name}, axis={list(self.axis)}}}"
@@ -113,41 +113,41 @@ class GpuCAReduce(GpuOp):
         dtype = _REDUCERS[self.scalar_name](np.ones((1,), dtype=x.type.dtype)).dtype.name
         if self.scalar_name in ("maximum", "minimum"):
             dtype = x.type.dtype
-        return Apply(self, [x], [_dev_type(self.backend, dtype, bcast)])
+        return Apply(self, [x], [_dev_type(self.target, dtype, bcast)])
 
     def perform(self, node, inputs, output_storage):
-        xp = self.backend.xp
+        xp = self.target.xp
         fn = {"add": xp.sum, "maximum": xp.max, "minimum": xp.min, "mul": xp.prod}[self.scalar_name]
-        output_storage[0][0] = self.backend.wrap(fn(self.backend.unwrap(inputs[0]), axis=self.axis))
+        output_storage[0][0] = self.target.wrap(fn(self.target.unwrap(inputs[0]), axis=self.axis))
 
 
 class GpuDot(GpuOp):
-    __props__ = ("backend_name",)
+    __props__ = ("device_name",)
     work = Dot.work
 
-    def __init__(self, backend):
-        self._init_backend(backend)
+    def __init__(self, target):
+        self._init_target(target)
 
     def make_node(self, x, y):
         bx, by = x.type.broadcastable, y.type.broadcastable
         bcast = (bx[:-1] if x.type.ndim == 2 else ()) + (by[1:] if y.type.ndim == 2 else ())
         dtype = np.result_type(x.type.dtype, y.type.dtype).name
-        return Apply(self, [x, y], [_dev_type(self.backend, dtype, bcast)])
+        return Apply(self, [x, y], [_dev_type(self.target, dtype, bcast)])
 
     def perform(self, node, inputs, output_storage):
-        x, y = (self.backend.unwrap(v) for v in inputs)
-        output_storage[0][0] = self.backend.wrap(self.backend.xp.dot(x, y))
+        x, y = (self.target.unwrap(v) for v in inputs)
+        output_storage[0][0] = self.target.wrap(self.target.xp.dot(x, y))
 
 
 class GpuGemm(GpuOp):
     """``beta * z + alpha * dot(x, y)`` on the device (cuBLAS on a real GPU)."""
 
-    __props__ = ("inplace", "backend_name")
+    __props__ = ("inplace", "device_name")
 
-    def __init__(self, backend, inplace=False):
+    def __init__(self, target, inplace=False):
         self.inplace = inplace
         self.destroy_map = {0: [0]} if inplace else {}
-        self._init_backend(backend)
+        self._init_target(target)
 
     work = Gemm.work
 
@@ -155,11 +155,11 @@ class GpuGemm(GpuOp):
         return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"
 
     def make_node(self, z, alpha, x, y, beta):
-        dot_out = GpuDot(self.backend).make_node(x, y).outputs[0].type
-        return Apply(self, [z, alpha, x, y, beta], [_dev_type(self.backend, dot_out.dtype, dot_out.broadcastable)])
+        dot_out = GpuDot(self.target).make_node(x, y).outputs[0].type
+        return Apply(self, [z, alpha, x, y, beta], [_dev_type(self.target, dot_out.dtype, dot_out.broadcastable)])
 
     def perform(self, node, inputs, output_storage):
-        unwrap, xp = self.backend.unwrap, self.backend.xp
+        unwrap, xp = self.target.unwrap, self.target.xp
         z, alpha, x, y, beta = inputs
         alpha, beta = float(np.asarray(alpha)), float(np.asarray(beta))
         prod = xp.dot(unwrap(x), unwrap(y))
@@ -174,7 +174,7 @@ class GpuGemm(GpuOp):
                 output_storage[0][0] = z
                 return
             prod += zz if beta == 1.0 else beta * zz
-        output_storage[0][0] = self.backend.wrap(prod)
+        output_storage[0][0] = self.target.wrap(prod)
 
 
 class GpuGemv(GpuGemm):
@@ -182,61 +182,61 @@ class GpuGemv(GpuGemm):
 
 
 class GpuDimShuffle(GpuOp):
-    __props__ = ("input_broadcastable", "new_order", "backend_name")
+    __props__ = ("input_broadcastable", "new_order", "device_name")
     view_map = {0: [0]}
 
-    def __init__(self, cpu_op, backend):
+    def __init__(self, cpu_op, target):
         self.cpu_op = cpu_op
         self.input_broadcastable, self.new_order = cpu_op.input_broadcastable, cpu_op.new_order
-        self._init_backend(backend)
+        self._init_target(target)
 
     def __str__(self):
         return "GpuDimShuffle{" + ",".join(map(str, self.new_order)) + "}"
 
     def make_node(self, x):
         out = DimShuffle.make_node(self.cpu_op, x).outputs[0].type
-        return Apply(self, [x], [_dev_type(self.backend, out.dtype, out.broadcastable)])
+        return Apply(self, [x], [_dev_type(self.target, out.dtype, out.broadcastable)])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = self.backend.wrap(self.cpu_op.apply_to(self.backend.unwrap(inputs[0])))
+        output_storage[0][0] = self.target.wrap(self.cpu_op.apply_to(self.target.unwrap(inputs[0])))
 
 
 class GpuReshape(GpuOp):
-    __props__ = ("ndim", "backend_name")
+    __props__ = ("ndim", "device_name")
     view_map = {0: [0]}
 
-    def __init__(self, ndim, backend):
+    def __init__(self, ndim, target):
         self.ndim = ndim
-        self._init_backend(backend)
+        self._init_target(target)
 
     def make_node(self, x, shape):
         bcast = tuple(int(s) == 1 for s in shape.data) if isinstance(shape, Constant) else (False,) * self.ndim
-        return Apply(self, [x, shape], [_dev_type(self.backend, x.type.dtype, bcast)])
+        return Apply(self, [x, shape], [_dev_type(self.target, x.type.dtype, bcast)])
 
     def perform(self, node, inputs, output_storage):
         x, shape = inputs
-        output_storage[0][0] = self.backend.wrap(self.backend.unwrap(x).reshape(tuple(int(s) for s in shape)))
+        output_storage[0][0] = self.target.wrap(self.target.unwrap(x).reshape(tuple(int(s) for s in shape)))
 
 
 class GpuSubtensor(GpuOp):
-    __props__ = ("idx_list", "backend_name")
+    __props__ = ("idx_list", "device_name")
     view_map = {0: [0]}
 
-    def __init__(self, idx_list, backend):
+    def __init__(self, idx_list, target):
         self.idx_list = idx_list
-        self._init_backend(backend)
+        self._init_target(target)
 
     def __str__(self):
         return "GpuSubtensor{" + ", ".join(_describe(e) for e in self.idx_list) + "}"
 
     def make_node(self, x, *index_vars):
         bcast = _output_bcast(self.idx_list, x.type.broadcastable)
-        return Apply(self, [x, *index_vars], [_dev_type(self.backend, x.type.dtype, bcast)])
+        return Apply(self, [x, *index_vars], [_dev_type(self.target, x.type.dtype, bcast)])
 
     def perform(self, node, inputs, output_storage):
         x, *values = inputs
-        result = self.backend.unwrap(x)[_decode(self.idx_list, values)]
-        output_storage[0][0] = self.backend.wrap(result)
+        result = self.target.unwrap(x)[_decode(self.idx_list, values)]
+        output_storage[0][0] = self.target.wrap(result)
 
 
 class GpuCustomOp(GpuOp):
@@ -257,12 +257,12 @@ class GpuCustomOp(GpuOp):
     function runs on a GPU device.
     """
 
-    __props__ = ("cpu_op", "backend_name")
+    __props__ = ("cpu_op", "device_name")
 
-    def __init__(self, cpu_op, backend):
+    def __init__(self, cpu_op, target):
         self.cpu_op = cpu_op
         self.destroy_map = getattr(cpu_op, "destroy_map", {})
-        self._init_backend(backend)
+        self._init_target(target)
 
     def __str__(self):
         return f"Gpu{self.cpu_op}"
@@ -270,17 +270,17 @@ class GpuCustomOp(GpuOp):
     def make_node(self, *inputs):
         host_inputs = [i.type.host_type().make_variable() if isinstance(i.type, GpuArrayType) else i for i in inputs]
         cpu_node = self.cpu_op.make_node(*host_inputs)
-        outputs = [_dev_type(self.backend, o.type.dtype, o.type.broadcastable) for o in cpu_node.outputs]
+        outputs = [_dev_type(self.target, o.type.dtype, o.type.broadcastable) for o in cpu_node.outputs]
         return Apply(self, list(inputs), outputs)
 
     def make_thunk(self, node, storage_map):
         if hasattr(self.cpu_op, "make_gpu_thunk"):
             from ..config import config
 
-            with config.change(device=self.backend.name):
+            with config.change(device=self.target.name):
                 thunk = self.cpu_op.make_gpu_thunk(node, storage_map)
             out_cells = [storage_map[o] for o in node.outputs]
-            device = self.backend.name
+            device = self.target.name
 
             def checked():
                 with config.change(device=device):
@@ -293,23 +293,23 @@ class GpuCustomOp(GpuOp):
     def perform(self, node, inputs, output_storage):
         from ..config import config
 
-        inputs = [self._contiguous(v, self.backend.xp) for v in inputs]
+        inputs = [self._contiguous(v, self.target.xp) for v in inputs]
         # the op's kernels and cuda.empty() must use this op's device, whatever config says at call time
-        with config.change(device=self.backend.name):
+        with config.change(device=self.target.name):
             self.cpu_op.gpu_perform(node, inputs, output_storage)
         self._check_outputs([c[0] for c in output_storage])
 
     def _contiguous(self, value, xp):
-        if not self.backend.is_device_array(value):
+        if not self.target.is_device_array(value):
             return value
-        buf = self.backend.unwrap(value)
+        buf = self.target.unwrap(value)
         if buf.flags["C_CONTIGUOUS"]:
             return value
-        return self.backend.wrap(xp.ascontiguousarray(buf))
+        return self.target.wrap(xp.ascontiguousarray(buf))
 
     def _check_outputs(self, values):
         for k, value in enumerate(values):
-            if not self.backend.is_device_array(value):
+            if not self.target.is_device_array(value):
                 raise TypeError(
                     f"{self.cpu_op}.gpu_perform stored a {type(value).__name__} in output {k}; a GPU op must store "
-                    f"device arrays ({self.backend.label}). Allocate them with coursekit.cuda.empty(shape, dtype).")
+                    f"device arrays ({self.target.label}). Allocate them with coursekit.cuda.empty(shape, dtype).")

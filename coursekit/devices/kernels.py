@@ -15,9 +15,65 @@ import re
 from ..tensor.scalar import c_type
 
 PRELUDE = """
-// helpers the generated expressions may use (CUDA's math library provides exp, log, tanh, ...)
-template <typename T> __device__ __forceinline__ T ck_max(T a, T b) { return a > b ? a : b; }
-template <typename T> __device__ __forceinline__ T ck_min(T a, T b) { return a < b ? a : b; }
+// Helpers the generated expressions use.  CUDA's math library provides exp, log, tanh, ...;
+// these give the operators NumPy's meaning where C's differs:
+// * // and % follow Python: the quotient is floored, the remainder takes the divisor's sign
+//   (C's / and fmod truncate toward zero: -7 / 2 is -3 in C, -4 in NumPy);
+// * integer division or remainder by zero gives 0, as NumPy does (C: undefined behaviour, a trap on x86);
+//   float division by zero gives inf or nan, float remainder by zero nan, as in NumPy;
+// * integer / integer is a double division (NumPy's true_divide), never C's integer division;
+// * max, min and sign propagate NaN as NumPy's maximum, minimum and sign do; ~ on a bool is "not".
+// Mixed argument types compute in C's common type (float32 with int32: float; NumPy: float64).
+template <typename T> struct ck_real { typedef double type; };
+template <> struct ck_real<float> { typedef float type; };
+template <> struct ck_real<double> { typedef double type; };
+template <typename A, typename B> __device__ __forceinline__ auto ck_max(A a, B b) -> decltype(a + b)
+{ return (a > b || a != a) ? a : b; }
+template <typename A, typename B> __device__ __forceinline__ auto ck_min(A a, B b) -> decltype(a + b)
+{ return (a < b || a != a) ? a : b; }
+template <typename A, typename B> __device__ __forceinline__ typename ck_real<decltype(A() + B())>::type
+ck_truediv(A a, B b) { typedef typename ck_real<decltype(a + b)>::type R; return (R)a / (R)b; }
+template <typename T> __device__ __forceinline__ T ck_negate(T a)  // wraps like NumPy, never overflows in C
+{ return (T)(0ull - (unsigned long long)a); }
+template <typename T> __device__ __forceinline__ T ck_floordiv_(T a, T b) {
+    if (b == 0) return 0;
+    if ((T)-1 < 0 && b == (T)-1) return ck_negate(a);
+    T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? (T)(q - 1) : q;
+}
+template <typename T> __device__ __forceinline__ T ck_mod_(T a, T b) {
+    if (b == 0 || ((T)-1 < 0 && b == (T)-1)) return 0;
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? (T)(r + b) : r;
+}
+template <typename T> __device__ __forceinline__ T ck_fdivmod(T a, T b, T *mod) {  // NumPy's npy_divmod
+    T m = fmod(a, b);
+    if (b == 0) { *mod = m; return a / b; }
+    T div = (a - m) / b;
+    if (m != 0) { if ((b < 0) != (m < 0)) { m += b; div -= (T)1; } }
+    else { m = copysign((T)0, b); }
+    T q;
+    if (div != 0) { q = floor(div); if (div - q > (T)0.5) q += (T)1; }
+    else { q = copysign((T)0, a / b); }
+    *mod = m;
+    return q;
+}
+__device__ __forceinline__ float ck_floordiv_(float a, float b) { float m; return ck_fdivmod(a, b, &m); }
+__device__ __forceinline__ double ck_floordiv_(double a, double b) { double m; return ck_fdivmod(a, b, &m); }
+__device__ __forceinline__ float ck_mod_(float a, float b) { float m; ck_fdivmod(a, b, &m); return m; }
+__device__ __forceinline__ double ck_mod_(double a, double b) { double m; ck_fdivmod(a, b, &m); return m; }
+template <typename A, typename B> __device__ __forceinline__ auto ck_floordiv(A a, B b) -> decltype(a + b)
+{ typedef decltype(a + b) T; return ck_floordiv_((T)a, (T)b); }
+template <typename A, typename B> __device__ __forceinline__ auto ck_mod(A a, B b) -> decltype(a + b)
+{ typedef decltype(a + b) T; return ck_mod_((T)a, (T)b); }
+template <typename T> __device__ __forceinline__ T ck_abs(T a) { return a < 0 ? ck_negate(a) : a; }
+__device__ __forceinline__ float ck_abs(float a) { return fabs(a); }
+__device__ __forceinline__ double ck_abs(double a) { return fabs(a); }
+template <typename T> __device__ __forceinline__ T ck_sign(T a) { return (T)((a > 0) - (a < 0)); }
+__device__ __forceinline__ float ck_sign(float a) { return a != a ? a : (float)((a > 0) - (a < 0)); }
+__device__ __forceinline__ double ck_sign(double a) { return a != a ? a : (double)((a > 0) - (a < 0)); }
+template <typename T> __device__ __forceinline__ T ck_invert(T a) { return ~a; }
+__device__ __forceinline__ bool ck_invert(bool a) { return !a; }
 """
 
 

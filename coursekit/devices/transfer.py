@@ -7,23 +7,21 @@ profiler reports their time and bytes separately.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..graph import Apply, Op
 from ..tensor.type import TensorType
 from ..tensor.var import as_tensor_variable
 from ..work import transfer_work
+from .device import GPUDevice
 from .simarray import is_device_array
 from .types import GpuArrayType
 
 
-class _Deferred:
-    """Stands for "the GPU of whatever device the function is compiled for"."""
+class _Deferred(GPUDevice):
+    """Stands for "the GPU of whatever device the function is compiled for" (placement replaces it)."""
 
     name, label, simulated = "device", "the function's GPU device", None
 
-    @staticmethod
-    def is_device_array(value):
+    def is_device_array(self, value):
         return is_device_array(value)
 
 
@@ -31,15 +29,15 @@ DEFERRED = _Deferred()
 
 
 class _Transfer(Op):
-    """What both transfer ops share: a backend, and the flags placement and the profiler read."""
+    """What both transfer ops share: a target device, and the flags placement and the profiler read."""
 
-    __props__ = ("backend_name",)
+    __props__ = ("device_name",)
     device = "gpu"
     is_transfer = True
     fold_constants = False  # a transfer is work to be seen in the profile, never folded away
 
-    def __init__(self, backend=DEFERRED):
-        self.backend, self.backend_name = backend, backend.name
+    def __init__(self, target=DEFERRED):
+        self.target, self.device_name = target, target.name
 
     def __str__(self):
         return type(self).__name__
@@ -52,10 +50,10 @@ class GpuFromHost(_Transfer):
         x = as_tensor_variable(x)
         if isinstance(x.type, GpuArrayType):
             raise TypeError(f"gpu_from_host: {x} is already on the device ({x.type}); use it as it is")
-        return Apply(self, [x], [GpuArrayType(x.type.dtype, x.type.broadcastable, self.backend).make_variable()])
+        return Apply(self, [x], [GpuArrayType(x.type.dtype, x.type.broadcastable, self.target).make_variable()])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = self.backend.to_device(inputs[0])
+        output_storage[0][0] = self.target.to_device(inputs[0])
 
     def work(self, node, shapes, dtypes):
         return transfer_work(shapes[0], dtypes[0], to_device=True)
@@ -63,19 +61,15 @@ class GpuFromHost(_Transfer):
     def make_thunk(self, node, storage_map):
         """Copy into the previous device buffer when it fits (a borrowed or kept buffer), else allocate."""
         src, dst = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
-        backend = self.backend
+        to_device = self.target.to_device
 
         def thunk():
-            host, out = src[0], dst[0]
-            if out is not None and out.shape == host.shape and out.dtype == host.dtype:
-                out.set(host)
-            else:
-                dst[0] = backend.to_device(host)
+            dst[0] = to_device(src[0], out=dst[0])
 
         return thunk
 
     def grad(self, inputs, output_grads):
-        return [HostFromGpu(self.backend)(output_grads[0])]
+        return [HostFromGpu(self.target)(output_grads[0])]
 
 
 class HostFromGpu(_Transfer):
@@ -88,7 +82,7 @@ class HostFromGpu(_Transfer):
         return Apply(self, [x], [TensorType(x.type.dtype, x.type.broadcastable).make_variable()])
 
     def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = self.backend.to_host(inputs[0])
+        output_storage[0][0] = self.target.to_host(inputs[0])
 
     def work(self, node, shapes, dtypes):
         return transfer_work(shapes[0], dtypes[0], to_device=False)
@@ -96,19 +90,15 @@ class HostFromGpu(_Transfer):
     def make_thunk(self, node, storage_map):
         """Copy into the previous host buffer when it fits: with ``Out(borrow=True)`` that buffer is reused."""
         src, dst = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
-        backend, ndarray = self.backend, np.ndarray
+        to_host = self.target.to_host
 
         def thunk():
-            dev, out = src[0], dst[0]
-            if type(out) is ndarray and out.shape == dev.shape and out.dtype == dev.dtype:
-                backend.copy_to_host(dev, out)
-            else:
-                dst[0] = backend.to_host(dev)
+            dst[0] = to_host(src[0], out=dst[0])
 
         return thunk
 
     def grad(self, inputs, output_grads):
-        return [GpuFromHost(self.backend)(output_grads[0])]
+        return [GpuFromHost(self.target)(output_grads[0])]
 
 
 def gpu_from_host(x):
@@ -123,4 +113,4 @@ def gpu_from_host(x):
 def host_from_gpu(x):
     """Copy a device value back to the host (usually inserted for you)."""
     x = as_tensor_variable(x)
-    return HostFromGpu(getattr(x.type, "backend", DEFERRED))(x)
+    return HostFromGpu(x.type.device if isinstance(x.type, GpuArrayType) else DEFERRED)(x)

@@ -10,16 +10,16 @@ from ..tensor.type import TensorType
 
 
 class GpuArrayType(TensorType):
-    def __init__(self, dtype, broadcastable, backend):
+    def __init__(self, dtype, broadcastable, device):
         super().__init__(dtype, broadcastable)
-        self.backend = backend
+        self.device = device  # the Device object whose memory holds the values
 
     def __eq__(self, other):
         return (type(self) is type(other) and self.dtype == other.dtype
-                and self.broadcastable == other.broadcastable and self.backend.name == other.backend.name)
+                and self.broadcastable == other.broadcastable and self.device.name == other.device.name)
 
     def __hash__(self):
-        return hash((type(self), self.dtype, self.broadcastable, self.backend.name))
+        return hash((type(self), self.dtype, self.broadcastable, self.device.name))
 
     def __str__(self):
         return f"GpuArrayType({self.dtype}, {self.kind_name()})"
@@ -30,10 +30,10 @@ class GpuArrayType(TensorType):
         return TensorType(self.dtype, self.broadcastable)
 
     def filter(self, value, strict=False, allow_downcast=None, where="value"):
-        backend = self.backend
-        if not backend.is_device_array(value):
+        device = self.device
+        if not device.is_device_array(value):
             raise TypeError(
-                f"{where} must be an array in {backend.label} memory, but it is a {type(value).__name__} on the "
+                f"{where} must be an array in {device.label} memory, but it is a {type(value).__name__} on the "
                 "host. Transfer it first with coursekit.devices.to_device(value) (that copy is what the course is "
                 "about), or give the function a host input such as T.fvector('x').")
         if str(value.dtype) != self.dtype:

@@ -34,7 +34,7 @@ from . import global_rewrite, local_rewrite
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
 
-def gpu_version(node, backend):
+def gpu_version(node, target):
     """The GPU op for ``node``, or None if it stays on the host (and why, for float64)."""
     op = node.op
     if isinstance(op, Elemwise):
@@ -42,23 +42,23 @@ def gpu_version(node, backend):
             scalar_expression(op.scalar_op, [f"i{k}" for k in range(op.nin)], [i.type.dtype for i in node.inputs])
         except NotImplementedError:
             return None
-        return GpuElemwise(op.scalar_op, backend)
+        return GpuElemwise(op.scalar_op, target)
     if isinstance(op, Gemv):
-        return GpuGemv(backend)
+        return GpuGemv(target)
     if isinstance(op, Gemm):
-        return GpuGemm(backend)
+        return GpuGemm(target)
     if isinstance(op, Dot):
-        return GpuDot(backend)
+        return GpuDot(target)
     if isinstance(op, CAReduce):
-        return GpuCAReduce(op.scalar_name, op.axis, backend)
+        return GpuCAReduce(op.scalar_name, op.axis, target)
     if isinstance(op, DimShuffle):
-        return GpuDimShuffle(op, backend)
+        return GpuDimShuffle(op, target)
     if isinstance(op, Reshape):
-        return GpuReshape(op.ndim, backend)
+        return GpuReshape(op.ndim, target)
     if isinstance(op, Subtensor):
-        return GpuSubtensor(op.idx_list, backend)
+        return GpuSubtensor(op.idx_list, target)
     if hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"):
-        return GpuCustomOp(op, backend)
+        return GpuCustomOp(op, target)
     return None
 
 
@@ -67,8 +67,8 @@ _HOST_INPUT_SLOTS = {GpuGemm: (1, 4), GpuGemv: (1, 4), GpuReshape: (1,), GpuSubt
 
 
 class _Placer:
-    def __init__(self, fgraph, backend):
-        self.fgraph, self.backend = fgraph, backend
+    def __init__(self, fgraph, target):
+        self.fgraph, self.target = fgraph, target
         self.host_of, self.dev_of = {}, {}
         self.float64_ops = []
 
@@ -79,24 +79,24 @@ class _Placer:
             self.dev_of[var] = var
         if var in self.dev_of:
             dev = self.dev_of[var]
-            result = HostFromGpu(dev.type.backend)(dev)
+            result = HostFromGpu(dev.type.device)(dev)
         else:
             result = var  # a host leaf
         self.host_of[var] = result
         return result
 
-    def dev(self, var, backend=None):
-        backend = backend or self.backend
+    def dev(self, var, target=None):
+        target = target or self.target
         if var in self.dev_of:
             return self.dev_of[var]
         if isinstance(var.type, GpuArrayType):
             result = var
         elif isinstance(var, Constant):
             # a device constant: copied to the device once, at compile time
-            data = backend.to_device(var.data)
-            result = Constant(GpuArrayType(var.type.dtype, var.type.broadcastable, backend), data)
+            data = target.to_device(var.data)
+            result = Constant(GpuArrayType(var.type.dtype, var.type.broadcastable, target), data)
         else:
-            result = GpuFromHost(backend)(self.host(var))
+            result = GpuFromHost(target)(self.host(var))
         self.dev_of[var] = result
         return result
 
@@ -104,7 +104,7 @@ class _Placer:
         op = node.op
         if isinstance(op, GpuFromHost):  # written by the user (gpu_from_host)
             src = node.inputs[0]
-            if self.backend is not None:
+            if self.target is not None:
                 self.dev_of[node.outputs[0]] = self.dev(src)
             else:
                 self.host_of[node.outputs[0]] = self.host(src)
@@ -113,11 +113,11 @@ class _Placer:
             self.host_of[node.outputs[0]] = self.host(node.inputs[0])
             return
         gpu_op = None
-        if self.backend is not None:
+        if self.target is not None:
             dtypes = {v.type.dtype for v in node.inputs + node.outputs}
             if dtypes <= GPU_DTYPES:
-                gpu_op = gpu_version(node, self.backend)
-            elif "float64" in dtypes and gpu_version(node, self.backend) is not None:
+                gpu_op = gpu_version(node, self.target)
+            elif "float64" in dtypes and gpu_version(node, self.target) is not None:
                 self.float64_ops.append(node)
         if gpu_op is not None:
             slots = _HOST_INPUT_SLOTS.get(type(gpu_op), ())
@@ -145,9 +145,10 @@ class _Placer:
         fgraph = self.fgraph
         if k >= fgraph.n_outputs:  # an update: it goes where its shared variable lives
             target = fgraph.update_targets[k - fgraph.n_outputs]
-            backend = getattr(target.type, "backend", None)
-            return self.dev(var, backend) if backend is not None else self.host(var)
-        if isinstance(var.type, GpuArrayType) and self.backend is not None:
+            if isinstance(target.type, GpuArrayType):
+                return self.dev(var, target.type.device)
+            return self.host(var)
+        if isinstance(var.type, GpuArrayType) and self.target is not None:
             return self.dev(var)
         return self.host(var)
 
@@ -159,12 +160,12 @@ def place_on_device(fgraph):
         return 0
     fgraph.placed = True
     device = current()
-    backend = device.backend if device.is_gpu else None
+    target = device if device.is_gpu else None
     fgraph.device_label = device.label
-    needs_work = backend is not None or any(isinstance(v.type, GpuArrayType) for v in fgraph.variables())
+    needs_work = target is not None or any(isinstance(v.type, GpuArrayType) for v in fgraph.variables())
     if not needs_work:
         return 0
-    placer = _Placer(fgraph, backend)
+    placer = _Placer(fgraph, target)
     for node in fgraph.toposort():
         placer.place_node(node)
     fgraph.outputs = [placer.output(k, v) for k, v in enumerate(fgraph.outputs)]
@@ -185,7 +186,7 @@ def cut_transfer_pairs(fgraph, node):
         pair = HostFromGpu if isinstance(op, GpuFromHost) else GpuFromHost
         if inner is not None and isinstance(inner.op, pair):
             x = inner.inputs[0]
-            if isinstance(op, GpuFromHost) and x.type.backend.name != op.backend_name:
+            if isinstance(op, GpuFromHost) and x.type.device.name != op.device_name:
                 return None
             return [x]
     return None

@@ -6,7 +6,12 @@ Each :class:`ScalarOp` bundles three views of the same function:
   so it can write into an ``out=`` buffer);
 * ``grad`` — the symbolic derivative, written with tensor operations;
 * ``c_expr`` — a C/CUDA expression template, used when a fused chain of
-  elementwise ops is compiled into one GPU kernel.
+  elementwise ops is compiled into one GPU kernel.  It must mean what the
+  NumPy impl means on every dtype: where C differs (``//`` and ``%`` truncate
+  in C, integer ``/`` is integer division, division by zero traps, max/min
+  drop NaN) it calls a ``ck_*`` helper from ``devices/kernels.py``'s PRELUDE,
+  and ``tests/test_scalar_c_expressions.py`` runs every expression against
+  the impl.
 
 Output dtypes are not written down by hand: they are whatever NumPy produces
 for arrays of the input dtypes, so coursekit follows NumPy 2's rules exactly.
@@ -133,6 +138,8 @@ def sigmoid_impl(x, out=None):
 def softplus_impl(x, out=None):
     """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): never overflows, and in NumPy about
     twice as fast as logaddexp(0, x) (five SIMD ufuncs beat one slow special function)."""
+    if np.asarray(x).dtype.kind not in "fc":  # integers: compute in the float type NumPy's exp gives them
+        x = np.asarray(x, dtype=np.exp(np.zeros(1, np.asarray(x).dtype)).dtype)
     positive_part = np.maximum(x, 0)  # read x before writing: ``out`` may be x itself (fused code reuses buffers)
     t = np.abs(x, out=out)
     if type(t) is not np.ndarray:  # a 0-d input gives a NumPy scalar
@@ -195,9 +202,9 @@ def _def(name, nin, impl, grad=None, c=None, uses_output=False):
 _def("add", 2, np.add, _g(lambda M, i, z, g: [g, g]), "({0} + {1})")
 _def("sub", 2, np.subtract, _g(lambda M, i, z, g: [g, -g]), "({0} - {1})")
 _def("mul", 2, np.multiply, _g(lambda M, i, z, g: [g * i[1], g * i[0]]), "({0} * {1})")
-_def("true_div", 2, np.true_divide, _g(lambda M, i, z, g: [g / i[1], -g * i[0] / (i[1] * i[1])]), "({0} / {1})")
-_def("int_div", 2, np.floor_divide, _zero_grads, "floor({0} / {1})")
-_def("mod", 2, np.mod, _g(lambda M, i, z, g: [g, -g * M.floor(i[0] / i[1])]), "fmod({0}, {1})")
+_def("true_div", 2, np.true_divide, _g(lambda M, i, z, g: [g / i[1], -g * i[0] / (i[1] * i[1])]), "ck_truediv({0}, {1})")
+_def("int_div", 2, np.floor_divide, _zero_grads, "ck_floordiv({0}, {1})")
+_def("mod", 2, np.mod, _g(lambda M, i, z, g: [g, -g * M.floor(i[0] / i[1])]), "ck_mod({0}, {1})")
 _def("pow", 2, np.power,
      _g(lambda M, i, z, g: [g * i[1] * i[0] ** (i[1] - 1), g * z * M.log(i[0])]), "pow({0}, {1})", True)
 _def("neg", 1, np.negative, _g(lambda M, i, z, g: [-g]), "(-{0})")
@@ -208,8 +215,8 @@ _def("expm1", 1, np.expm1, _g(lambda M, i, z, g: [g * (z + 1)]), "expm1({0})", T
 _def("tanh", 1, np.tanh, _g(lambda M, i, z, g: [g * (1 - z * z)]), "tanh({0})", True)
 _def("sqrt", 1, np.sqrt, _g(lambda M, i, z, g: [g * 0.5 / z]), "sqrt({0})", True)
 _def("sqr", 1, np.square, _g(lambda M, i, z, g: [g * 2 * i[0]]), "({0} * {0})")
-_def("abs", 1, np.abs, _g(lambda M, i, z, g: [g * M.sgn(i[0])]), "fabs({0})")
-_def("sgn", 1, np.sign, _zero_grads, "(({0} > 0) - ({0} < 0))")
+_def("abs", 1, np.abs, _g(lambda M, i, z, g: [g * M.sgn(i[0])]), "ck_abs({0})")
+_def("sgn", 1, np.sign, _zero_grads, "ck_sign({0})")
 _def("sin", 1, np.sin, _g(lambda M, i, z, g: [g * M.cos(i[0])]), "sin({0})")
 _def("cos", 1, np.cos, _g(lambda M, i, z, g: [-g * M.sin(i[0])]), "cos({0})")
 _def("floor", 1, np.floor, _zero_grads, "floor({0})")
@@ -217,7 +224,7 @@ _def("ceil", 1, np.ceil, _zero_grads, "ceil({0})")
 _def("sigmoid", 1, sigmoid_impl, _g(lambda M, i, z, g: [g * z * (1 - z)]), "(1 / (1 + exp(-{0})))", True)
 _def("softplus", 1, softplus_impl, _g(lambda M, i, z, g: [g * M.sigmoid(i[0])]),
      "({0} > 30 ? {0} : log1p(exp({0})))")
-_def("relu", 1, relu_impl, _g(lambda M, i, z, g: [M.switch(i[0] > 0, g, 0)]), "({0} > 0 ? {0} : 0)")
+_def("relu", 1, relu_impl, _g(lambda M, i, z, g: [M.switch(i[0] > 0, g, 0)]), "(({0} > 0 || {0} != {0}) ? {0} : 0)")
 _def("maximum", 2, np.maximum,
      _g(lambda M, i, z, g: [M.switch(i[0] >= i[1], g, 0), M.switch(i[0] >= i[1], 0, g)]), "max({0}, {1})")
 _def("minimum", 2, np.minimum,
@@ -231,7 +238,7 @@ for _name, _uf, _c in [("gt", np.greater, ">"), ("lt", np.less, "<"), ("ge", np.
     _def(_name, 2, _uf, _zero_grads, f"({{0}} {_c} {{1}})")
 _def("and_", 2, np.bitwise_and, _zero_grads, "({0} & {1})")
 _def("or_", 2, np.bitwise_or, _zero_grads, "({0} | {1})")
-_def("invert", 1, np.invert, _zero_grads, "(~{0})")
+_def("invert", 1, np.invert, _zero_grads, "ck_invert({0})")
 
 
 def get(name) -> ScalarOp:

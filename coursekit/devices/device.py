@@ -1,0 +1,284 @@
+"""One ``Device`` object per place where work can run: ``cpu``, ``sim``, ``cuda:N``.
+
+Everything that differs between devices is answered here, and only here:
+
+==========================  =====================================================
+memory                      ``empty zeros to_device to_host is_device_array``,
+                            ``wrap``/``unwrap`` (device array <-> ``xp`` array)
+array module                ``xp``: NumPy (``cpu``, ``sim``) or CuPy (``cuda:N``)
+kernels                     ``elementwise(scalar_op, in_dtypes, out_dtype)``: NumPy
+                            ufuncs, or ONE generated CUDA kernel on a real GPU;
+                            ``raw_kernels``: which compiler ``coursekit.cuda``
+                            uses for hand-written CUDA C ("nvrtc" or "emulator")
+synchronisation and timing  ``synchronize()``, ``stopwatch()`` (CUDA events on a
+                            real GPU, ``perf_counter`` elsewhere)
+what it is                  ``name``, ``label``, ``is_gpu`` (a separate memory
+                            space that GPU ops run in), ``simulated``
+cost model                  ``model``: ``None`` here.  A cost model (what a GPU
+                            *would* take) is attached per device object, e.g.
+                            ``devices.get("sim").model = preset``; ops and the
+                            profiler read ``device.model`` and never need to know
+                            which device class they talk to.
+==========================  =====================================================
+
+Graph ops, ``coursekit.cuda``, the linker and the profiler ask the device;
+nothing decides "GPU or not" or "simulated or not" from a class name, a
+module name or a label string.  CuPy is imported by :class:`CudaDevice` only.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..config import config
+from ..graph import warn_at_user_line
+from .simarray import DEVICE_LABEL, SimArray
+from .types import GpuArrayType
+
+
+class DeviceError(RuntimeError):
+    """The requested device cannot be used here."""
+
+    user_facing = True
+
+
+class Float64Error(TypeError):
+    """float64 data on a GPU device with ``warn_float64='raise'``."""
+
+    user_facing = True
+
+
+def float64_on_gpu(what):
+    """Apply ``config.warn_float64`` to something float64 that cannot live on the GPU."""
+    message = (f"{what}: GPUs are fast in float32, so coursekit keeps float64 on the host. Cast to float32 "
+               "(floatX=float32, .astype('float32')) to use the GPU, or set warn_float64='ignore'.")
+    if config.warn_float64 == "raise":
+        raise Float64Error(message)
+    if config.warn_float64 == "warn":
+        warn_at_user_line(message)
+
+
+def fits(buffer, like, array_type):
+    """Can ``buffer`` (the previous output, maybe None) take a copy of ``like``?  Same type, shape, dtype."""
+    return type(buffer) is array_type and buffer.shape == like.shape and buffer.dtype == like.dtype
+
+
+class Stopwatch:
+    """``with device.stopwatch() as sw: ...`` then ``sw.seconds``: host wall time, after synchronising."""
+
+    clock = "CPU wall clock (time.perf_counter)"
+
+    def __init__(self, device):
+        self.device, self.seconds = device, None
+
+    def __enter__(self):
+        self.device.synchronize()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.device.synchronize()
+        self.seconds = time.perf_counter() - self._start
+
+
+class Device:
+    """What every device answers; subclasses fill in memory, kernels and timing."""
+
+    name = "?"
+    label = "?"
+    is_gpu = False          # a separate memory space that GPU ops run in
+    simulated = False       # True: results are exact, timings are CPU timings (say so wherever shown)
+    xp = np                 # the array module kernels are written against
+    array_type = np.ndarray  # what this device's memory looks like from Python
+    raw_kernels = "emulator"  # how coursekit.cuda runs hand-written CUDA C for this device
+    model = None            # a cost model attached to this device object (see the module docstring)
+
+    # -- memory ---------------------------------------------------------------
+    def is_device_array(self, value) -> bool:
+        return False
+
+    def wrap(self, array):
+        """An ``xp`` array (a kernel's result) -> this device's array."""
+        return array
+
+    def unwrap(self, value):
+        """This device's array -> the ``xp`` array a kernel computes on."""
+        return value
+
+    def empty(self, shape, dtype):
+        return self.wrap(self.xp.empty(shape, dtype))
+
+    def zeros(self, shape, dtype):
+        return self.wrap(self.xp.zeros(shape, dtype))
+
+    # -- kernels --------------------------------------------------------------
+    def elementwise(self, scalar_op, input_dtypes, output_dtype):
+        """A callable ``f(*xp_arrays, out=None)`` computing the scalar op (or fused Composite) elementwise."""
+        return scalar_op.impl
+
+    # -- synchronisation and timing ---------------------------------------------
+    def synchronize(self):
+        """Wait until queued work is done (nothing is ever queued on the CPU or the simulated GPU)."""
+
+    def stopwatch(self):
+        return Stopwatch(self)
+
+    # -- placement ------------------------------------------------------------
+    def initial_shared(self, host_value, ttype):
+        """(storage value, type) for a new shared variable: host memory, unless a GPU device takes it."""
+        return host_value, ttype
+
+    def __repr__(self):
+        return f"<device {self.name}: {self.label}>"
+
+
+class CPUDevice(Device):
+    """Host memory, NumPy kernels."""
+
+    name = "cpu"
+    label = "CPU (NumPy)"
+
+    def to_device(self, host, out=None):
+        return np.array(host, copy=True)
+
+    def to_host(self, value, out=None):
+        return value
+
+
+class GPUDevice(Device):
+    """A device with its own memory space: float32 shared values live there, GPU ops run there."""
+
+    is_gpu = True
+
+    def initial_shared(self, host_value, ttype):
+        """float32 values move to the device; float64 stays on the host (with a warning)."""
+        if ttype.dtype == "float32":
+            return self.to_device(host_value), GpuArrayType(ttype.dtype, ttype.broadcastable, self)
+        if ttype.dtype == "float64":
+            float64_on_gpu(f"a float64 shared variable of shape {host_value.shape} stays in host memory")
+        return host_value, ttype
+
+
+class SimDevice(GPUDevice):
+    """The *simulated* GPU: a separate memory space of :class:`SimArray` s, NumPy kernels on their buffers.
+
+    It keeps the lessons' graphs, transfers and host/device mix-ups exactly as
+    on a GPU; it is never faster than NumPy, and its timings are CPU timings.
+    """
+
+    name = "sim"
+    label = DEVICE_LABEL
+    simulated = True
+    array_type = SimArray
+
+    def is_device_array(self, value):
+        return type(value) is SimArray
+
+    def wrap(self, array):
+        return SimArray(array if type(array) is np.ndarray else np.asarray(array))
+
+    def unwrap(self, value):
+        return value._buf  # this device owns SimArray's memory: the one place outside SimArray that reads it
+
+    def empty(self, shape, dtype):
+        """Uninitialised device memory: filled with 0xFF bytes (NaN, -1), as fresh GPU memory holds garbage."""
+        array = SimArray.empty(shape, dtype)
+        self.unwrap(array).reshape(-1).view(np.uint8).fill(0xFF)
+        return array
+
+    def to_device(self, host, out=None):
+        """Host -> device copy; into ``out`` (the previous device buffer) when it fits."""
+        host = np.asarray(host)
+        if fits(out, host, SimArray):
+            out._buf[...] = host
+            return out
+        return SimArray.from_host(host)
+
+    def to_host(self, value, out=None):
+        """Device -> host copy; into ``out`` (the previous host buffer) when it fits."""
+        if fits(out, value, np.ndarray):
+            np.copyto(out, value._buf)
+            return out
+        return value.get()
+
+
+class CudaDevice(GPUDevice):
+    """A real NVIDIA GPU through CuPy: cuBLAS, generated ``ElementwiseKernel`` s, NVRTC, CUDA events."""
+
+    raw_kernels = "nvrtc"
+
+    def __init__(self, cupy, index=0):
+        self.cupy = self.xp = cupy
+        self.index = index
+        self.name = f"cuda:{index}"
+        props = cupy.cuda.runtime.getDeviceProperties(index)
+        gpu_name = props["name"]
+        self.label = f"GPU {index}: {gpu_name.decode() if isinstance(gpu_name, bytes) else gpu_name} (CuPy)"
+        self.array_type = cupy.ndarray
+        self._kernels = {}
+
+    def is_device_array(self, value):
+        return isinstance(value, self.cupy.ndarray) and value.device.id == self.index
+
+    def empty(self, shape, dtype):
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.empty(shape, dtype)
+
+    def zeros(self, shape, dtype):
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.zeros(shape, dtype)
+
+    def to_device(self, host, out=None):
+        host = np.asarray(host)
+        if fits(out, host, self.cupy.ndarray):
+            out.set(host)
+            return out
+        with self.cupy.cuda.Device(self.index):
+            return self.cupy.asarray(host)
+
+    def to_host(self, value, out=None):
+        if fits(out, value, np.ndarray) and out.flags.c_contiguous:
+            value.get(out=out)
+            return out
+        return self.cupy.asnumpy(value)
+
+    def synchronize(self):
+        self.cupy.cuda.Device(self.index).synchronize()
+
+    def stopwatch(self):
+        return CudaStopwatch(self)
+
+    def elementwise(self, scalar_op, input_dtypes, output_dtype):
+        """ONE generated CUDA kernel (``cupy.ElementwiseKernel``) for the whole scalar expression."""
+        from .kernels import elementwise_kernel_parts
+
+        key = (scalar_op, tuple(input_dtypes), output_dtype)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            in_params, out_params, operation, name, preamble = elementwise_kernel_parts(
+                scalar_op, input_dtypes, output_dtype)
+            kernel = self.cupy.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
+            self._kernels[key] = kernel
+
+        def run(*arrays, out=None):
+            return kernel(*arrays, out) if out is not None else kernel(*arrays)
+
+        return run
+
+
+class CudaStopwatch(Stopwatch):
+    """GPU time between two CUDA events (what the GPU spent, not what Python waited)."""
+
+    clock = "CUDA events (GPU time)"
+
+    def __enter__(self):
+        cupy = self.device.cupy
+        self._start, self._end = cupy.cuda.Event(), cupy.cuda.Event()
+        self._start.record()
+        return self
+
+    def __exit__(self, *exc):
+        self._end.record()
+        self._end.synchronize()
+        self.seconds = self.device.cupy.cuda.get_elapsed_time(self._start, self._end) / 1e3
