@@ -148,7 +148,7 @@ def default_work(node, shapes, dtypes):
     if getattr(op, "view_map", None) and not getattr(op, "destroy_map", None):
         return NO_WORK
     if getattr(op, "is_transfer", False) and shapes:  # a transfer op that declares nothing: one copy
-        to_device = getattr(node.outputs[0].type, "backend", None) is not None
+        to_device = getattr(node.outputs[0].type, "device", None) is not None  # a GpuArrayType names its device
         return transfer_work(shapes[0], dtypes[0], to_device)
     sizes = [nbytes(s, d) for s, d in zip(shapes, dtypes)]
     largest = max(range(len(sizes)), key=sizes.__getitem__, default=None)
