@@ -110,3 +110,12 @@ def test_graph_values_live_in_the_device_object_memory(gpu):
         assert x.type.device is gpu
         f = theano.function([], theano.gpu_from_host(T.exp(x)))
         assert gpu.is_device_array(f())
+
+
+def test_a_missing_cxx_compiler_is_a_clear_error(monkeypatch, tmp_path):
+    """Defect 6: without g++ the emulator failed with a bare FileNotFoundError."""
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-g++"))
+    monkeypatch.setenv("COURSEKIT_CACHE_DIR", str(tmp_path / "cache"))  # nothing compiled before can be reused
+    with pytest.raises(cuda.BackendUnavailableError, match="C\\+\\+ compiler .*no-such-g\\+\\+.* is not installed.*"
+                                                          "apt-get install g\\+\\+.*CXX"):
+        cuda.SourceModule("__global__ void k(float *x) { x[0] = 1; }", backend="emulator", nvcc_check=False)

@@ -25,7 +25,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from .errors import CompileError
+from .errors import BackendUnavailableError, CompileError
 from .source import SOURCE_NAME, emulator_translation_unit, source_line
 
 PKG_DIR = Path(__file__).resolve().parent
@@ -129,7 +129,14 @@ def compile_error(tool: str, log: str, src: str) -> CompileError:
 
 
 def _run(cmd, cwd=None):
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    try:
+        return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise BackendUnavailableError(
+            f"the C++ compiler {cmd[0]!r} is not installed, and the CUDA emulator needs one to compile kernels on "
+            "a machine without a GPU. Install g++ (Debian/Ubuntu: apt-get install g++; Fedora: dnf install gcc-c++; "
+            "conda: conda install -c conda-forge gxx; macOS: xcode-select --install), or point the CXX "
+            "environment variable at the C++ compiler you have.") from None
 
 
 # -- nvcc: would a GPU compiler accept it? -------------------------------------

@@ -1,242 +1,139 @@
-"""GPU versions of the ops, written once for both backends.
+"""GPU twins: the device versions of ops, made from the CPU op by ONE mechanism.
 
-Each op runs its "kernel" through the backend's array module: NumPy on the
-simulated GPU's buffers, CuPy on a real GPU.  Elementwise ops (including a
-fused ``Composite``) become ONE generated CUDA kernel on a real GPU.  None
-of these classes derives from its CPU twin, so the tutorial's test
-``isinstance(node.op, T.Elemwise)`` is False for ``GpuElemwise``.
+An op written once (:class:`~coursekit.tensor.xpop.XpOp`) declares ``gpu_name``.
+:func:`gpu_twin` turns its class into a twin class of that name (``GpuElemwise``,
+``GpuGemm``, ``GpuCAReduce``...), made once and cached.  A twin instance wraps
+the CPU op (``op.cpu_op``) and the :class:`~coursekit.devices.device.Device` it
+runs on (``op.target``); its thunk unwraps device arrays to the device's
+``xp`` arrays, calls the CPU op's ``run`` (or the kernel the op asks the
+device for), and wraps the results.  Nothing here is written per op.
+
+Twins never derive from their CPU class, so the tutorial's test
+``isinstance(node.op, T.Elemwise)`` is False for ``GpuElemwise``; they mirror
+the CPU hierarchy among themselves (``GpuGemv`` is a ``GpuGemm``), and their
+printed form is the CPU op's with the twin's class name (``GpuGemm{no_inplace}``).
+
+A user's op that brings its own GPU code (``gpu_perform`` or ``make_gpu_thunk``:
+lesson 7) becomes a :class:`GpuCustomOp` instead.
 """
 from __future__ import annotations
 
-import numpy as np
-
-from ..graph import Apply, Constant, Op
-from ..tensor.elemwise import DimShuffle, _broadcast_checker, fits_buffer
-from ..tensor.reduction import _REDUCERS
-from ..tensor.subtensor import _decode, _describe, _output_bcast
-from ..tensor.blas import Dot, Gemm
-from ..tensor.elemwise import Elemwise
+from ..config import config
+from ..graph import Apply, Op
+from ..tensor.blas import Dot, Gemm, Gemv
+from ..tensor.elemwise import DimShuffle, Elemwise
 from ..tensor.reduction import CAReduce
+from ..tensor.shape import Reshape
+from ..tensor.subtensor import Subtensor
+from ..tensor.xpop import XpOp
 from .types import GpuArrayType
 
 
-def _dev_type(target, dtype, bcast):
-    return GpuArrayType(dtype, bcast, target).make_variable()
-
-
 class GpuOp(Op):
-    """Shared plumbing: ``backend`` is an attribute, its name a prop."""
+    """What every op on a GPU device shares: the CPU op it was made from, and its device."""
 
+    __props__ = ("cpu_op", "device_name")
     device = "gpu"
 
-    def __str__(self):
-        """The class name and the props that matter, never the backend (so graphs print alike on sim and cuda)."""
-        props = [str(getattr(self, p)) for p in self.__props__ if p != "device_name"]
-        return type(self).__name__ + (f"{{{', '.join(props)}}}" if props else "")
-
-    def _init_target(self, target):
-        self.target, self.device_name = target, target.name
-
-    def _arg(self, value):
-        """A device array -> the backend's xp array; host scalars pass through."""
-        if isinstance(value, np.ndarray):
-            return value.reshape(()).item() if value.size == 1 and not self.target.simulated else value
-        return self.target.unwrap(value)
-
-
-class GpuElemwise(GpuOp):
-    __props__ = ("scalar_op", "device_name")
-
-    def __init__(self, scalar_op, target):
-        self.scalar_op, self.nin = scalar_op, scalar_op.nin
-        self._init_target(target)
+    def __init__(self, cpu_op, target):
+        self.cpu_op, self.target, self.device_name = cpu_op, target, target.name
+        self.view_map, self.destroy_map = cpu_op.view_map, cpu_op.destroy_map
 
     def __str__(self):
-        return f"GpuElemwise{{{self.scalar_op}}}"
+        """The CPU op's text under the twin's class name, never the device (graphs print alike on sim and cuda)."""
+        text, cpu_name = str(self.cpu_op), type(self.cpu_op).__name__
+        return type(self).__name__ + text[len(cpu_name):] if text.startswith(cpu_name) else f"Gpu{text}"
 
-    work = Elemwise.work  # same scalar op, same inputs: the same work
+    def __getattr__(self, name):
+        """The CPU op's attributes read through: ``op.scalar_op``, ``op.inplace``, ``op.axis`` ..."""
+        if name.startswith("__") or name == "cpu_op":
+            raise AttributeError(name)
+        return getattr(self.cpu_op, name)
+
+    def host_input(self, position, var):
+        """Does input ``position`` stay in host memory?  As the CPU op declares."""
+        return self.cpu_op.host_input(position, var)
 
     def make_node(self, *inputs):
-        for i in inputs:
-            if not isinstance(i.type, GpuArrayType) and not (isinstance(i, Constant) and i.data.size == 1):
-                raise TypeError(f"{self}: input {i} is not on the device; insert GpuFromHost first")
-        ndim = max(i.type.ndim for i in inputs)
-        bcast = tuple(all(i.type.broadcastable[d] for i in inputs if i.type.ndim == ndim) for d in range(ndim))
-        dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
-        return Apply(self, list(inputs), [_dev_type(self.target, dtype, bcast)])
+        """The CPU op's output types, in this device's memory; device inputs must already be on the device."""
+        for k, var in enumerate(inputs):
+            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var):
+                raise TypeError(f"{self}: input {k} ({var}) is not on the device; insert GpuFromHost first")
+        stand_ins = [v.type.host_type().make_variable() if isinstance(v.type, GpuArrayType) else v for v in inputs]
+        cpu_node = self.cpu_op.make_node(*stand_ins)
+        outputs = [GpuArrayType(o.type.dtype, o.type.broadcastable, self.target).make_variable()
+                   for o in cpu_node.outputs]
+        return Apply(self, list(inputs), outputs)
 
     def make_thunk(self, node, storage_map):
-        kernel = self.target.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
-                                          node.outputs[0].type.dtype)
-        cells = [storage_map[v] for v in node.inputs]
-        out_cell = storage_map[node.outputs[0]]
-        arg, wrap, unwrap = self._arg, self.target.wrap, self.target.unwrap
-        array_type = self.target.array_type
-        on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
-        check = _broadcast_checker(node)
+        run = self._runner(node)
+        in_cells = [storage_map[v] for v in node.inputs]
+        out_cells = [storage_map[v] for v in node.outputs]
 
         def thunk():
-            args = [arg(c[0]) for c in cells]
-            out = out_cell[0]
-            if type(out) is array_type and fits_buffer(out.shape, [a for a, d in zip(args, on_device) if d],
-                                                       lambda values, shape: check(args, shape)):
-                kernel(*args, out=unwrap(out))
-            else:
-                result = out_cell[0] = wrap(kernel(*args))
-                if any(a.shape != result.shape for a, d in zip(args, on_device) if d):
-                    check(args, result.shape)
+            run([c[0] for c in in_cells], out_cells)
 
         return thunk
 
     def perform(self, node, inputs, output_storage):
-        kernel = self.target.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs],
-                                          node.outputs[0].type.dtype)
-        output_storage[0][0] = self.target.wrap(kernel(*[self._arg(v) for v in inputs]))
+        self._runner(node)(inputs, output_storage)
+
+    def _runner(self, node):
+        """``run(values, output_storage)`` over device arrays: the one marshalling of a twin's arguments.
+
+        Device inputs are unwrapped to ``xp`` arrays, host inputs pass as they
+        are; the previous output buffers are handed to the kernel (it reuses
+        them when they fit) and a new result is wrapped as a device array.
+        """
+        device = self.target
+        kernel = self.cpu_op.device_kernel(device, node)
+        on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
+        unwrap, wrap, is_mine = device.unwrap, device.wrap, device.is_device_array
+
+        def run(values, output_storage):
+            args = [unwrap(v) if d else v for v, d in zip(values, on_device)]
+            previous = [unwrap(c[0]) if is_mine(c[0]) else None for c in output_storage]
+            results = [[p] for p in previous]
+            kernel(args, results)
+            for cell, old, (new,) in zip(output_storage, previous, results):
+                if new is not old:
+                    cell[0] = wrap(new)
+
+        return run
 
 
-class GpuCAReduce(GpuOp):
-    """Sum / max / min / prod over axes, on the device."""
-
-    __props__ = ("scalar_name", "axis", "device_name")
-
-    def __init__(self, scalar_name, axis, target):
-        self.scalar_name, self.axis = scalar_name, tuple(axis)
-        self._init_target(target)
-
-    def __str__(self):
-        return f"GpuCAReduce{{{self.scalar_name}, axis={list(self.axis)}}}"
-
-    work = CAReduce.work
-
-    def make_node(self, x):
-        bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i not in self.axis)
-        dtype = _REDUCERS[self.scalar_name](np.ones((1,), dtype=x.type.dtype)).dtype.name
-        if self.scalar_name in ("maximum", "minimum"):
-            dtype = x.type.dtype
-        return Apply(self, [x], [_dev_type(self.target, dtype, bcast)])
-
-    def perform(self, node, inputs, output_storage):
-        xp = self.target.xp
-        fn = {"add": xp.sum, "maximum": xp.max, "minimum": xp.min, "mul": xp.prod}[self.scalar_name]
-        output_storage[0][0] = self.target.wrap(fn(self.target.unwrap(inputs[0]), axis=self.axis))
+_TWINS: dict = {}
 
 
-class GpuDot(GpuOp):
-    __props__ = ("device_name",)
-    work = Dot.work
+def gpu_twin(cpu_class):
+    """The GPU twin class of ``cpu_class``: named by its ``gpu_name``, made on first use, then cached.
 
-    def __init__(self, target):
-        self._init_target(target)
-
-    def make_node(self, x, y):
-        bx, by = x.type.broadcastable, y.type.broadcastable
-        bcast = (bx[:-1] if x.type.ndim == 2 else ()) + (by[1:] if y.type.ndim == 2 else ())
-        dtype = np.result_type(x.type.dtype, y.type.dtype).name
-        return Apply(self, [x, y], [_dev_type(self.target, dtype, bcast)])
-
-    def perform(self, node, inputs, output_storage):
-        x, y = (self.target.unwrap(v) for v in inputs)
-        output_storage[0][0] = self.target.wrap(self.target.xp.dot(x, y))
-
-
-class GpuGemm(GpuOp):
-    """``beta * z + alpha * dot(x, y)`` on the device (cuBLAS on a real GPU)."""
-
-    __props__ = ("inplace", "device_name")
-
-    def __init__(self, target, inplace=False):
-        self.inplace = inplace
-        self.destroy_map = {0: [0]} if inplace else {}
-        self._init_target(target)
-
-    work = Gemm.work
-
-    def __str__(self):
-        return f"{type(self).__name__}{{{'inplace' if self.inplace else 'no_inplace'}}}"
-
-    def make_node(self, z, alpha, x, y, beta):
-        dot_out = GpuDot(self.target).make_node(x, y).outputs[0].type
-        return Apply(self, [z, alpha, x, y, beta], [_dev_type(self.target, dot_out.dtype, dot_out.broadcastable)])
-
-    def perform(self, node, inputs, output_storage):
-        unwrap, xp = self.target.unwrap, self.target.xp
-        z, alpha, x, y, beta = inputs
-        alpha, beta = float(np.asarray(alpha)), float(np.asarray(beta))
-        prod = xp.dot(unwrap(x), unwrap(y))
-        if alpha != 1.0:
-            prod *= alpha
-        if beta != 0.0:
-            zz = unwrap(z)
-            if self.inplace and zz.shape == prod.shape:
-                if beta != 1.0:
-                    zz *= beta
-                zz += prod
-                output_storage[0][0] = z
-                return
-            prod += zz if beta == 1.0 else beta * zz
-        output_storage[0][0] = self.target.wrap(prod)
+    The class that *declares* ``gpu_name`` owns the twin, so ``Sum`` (a
+    ``CAReduce``) runs as ``GpuCAReduce``; a subclass that declares its own
+    name (``Gemv`` of ``Gemm``) gets a twin deriving from its parent's twin.
+    """
+    owner = next((c for c in cpu_class.__mro__ if c.__dict__.get("gpu_name")), None)
+    if owner is None:
+        raise TypeError(f"{cpu_class.__name__} declares no gpu_name: it has no GPU twin")
+    twin = _TWINS.get(owner)
+    if twin is None:
+        parent = next((c for c in owner.__mro__[1:] if c.__dict__.get("gpu_name")), None)
+        base = gpu_twin(parent) if parent is not None else GpuOp
+        doc = (f"{owner.__name__} on a GPU device (made by gpu_twin from {owner.__module__}.{owner.__name__}; "
+               "it runs that class's code on the device's arrays).")
+        twin = _TWINS[owner] = type(owner.gpu_name, (base,), {"__doc__": doc, "__module__": __name__,
+                                                             "cpu_class": owner})
+    return twin
 
 
-class GpuGemv(GpuGemm):
-    """``beta * z + alpha * dot(A, x)`` with a vector x, on the device."""
-
-
-class GpuDimShuffle(GpuOp):
-    __props__ = ("input_broadcastable", "new_order", "device_name")
-    view_map = {0: [0]}
-
-    def __init__(self, cpu_op, target):
-        self.cpu_op = cpu_op
-        self.input_broadcastable, self.new_order = cpu_op.input_broadcastable, cpu_op.new_order
-        self._init_target(target)
-
-    def __str__(self):
-        return "GpuDimShuffle{" + ",".join(map(str, self.new_order)) + "}"
-
-    def make_node(self, x):
-        out = DimShuffle.make_node(self.cpu_op, x).outputs[0].type
-        return Apply(self, [x], [_dev_type(self.target, out.dtype, out.broadcastable)])
-
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = self.target.wrap(self.cpu_op.apply_to(self.target.unwrap(inputs[0])))
-
-
-class GpuReshape(GpuOp):
-    __props__ = ("ndim", "device_name")
-    view_map = {0: [0]}
-
-    def __init__(self, ndim, target):
-        self.ndim = ndim
-        self._init_target(target)
-
-    def make_node(self, x, shape):
-        bcast = tuple(int(s) == 1 for s in shape.data) if isinstance(shape, Constant) else (False,) * self.ndim
-        return Apply(self, [x, shape], [_dev_type(self.target, x.type.dtype, bcast)])
-
-    def perform(self, node, inputs, output_storage):
-        x, shape = inputs
-        output_storage[0][0] = self.target.wrap(self.target.unwrap(x).reshape(tuple(int(s) for s in shape)))
-
-
-class GpuSubtensor(GpuOp):
-    __props__ = ("idx_list", "device_name")
-    view_map = {0: [0]}
-
-    def __init__(self, idx_list, target):
-        self.idx_list = idx_list
-        self._init_target(target)
-
-    def __str__(self):
-        return "GpuSubtensor{" + ", ".join(_describe(e) for e in self.idx_list) + "}"
-
-    def make_node(self, x, *index_vars):
-        bcast = _output_bcast(self.idx_list, x.type.broadcastable)
-        return Apply(self, [x, *index_vars], [_dev_type(self.target, x.type.dtype, bcast)])
-
-    def perform(self, node, inputs, output_storage):
-        x, *values = inputs
-        result = self.target.unwrap(x)[_decode(self.idx_list, values)]
-        output_storage[0][0] = self.target.wrap(result)
+def gpu_op_for(node, target):
+    """The op that runs ``node`` on the GPU device ``target``, or None: read from the op's declarations."""
+    op = node.op
+    if isinstance(op, XpOp) and op.gpu_name:
+        return gpu_twin(type(op))(op, target) if op.gpu_supported(node) else None
+    if hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"):
+        return GpuCustomOp(op, target)
+    return None
 
 
 class GpuCustomOp(GpuOp):
@@ -254,29 +151,18 @@ class GpuCustomOp(GpuOp):
     * ``make_gpu_thunk(node, storage_map)`` -- Theano's storage-cell style.
 
     Placement wraps such an op in this class when its data is float32 and the
-    function runs on a GPU device.
+    function runs on a GPU device.  (An op written against ``xp`` needs none of
+    this: see :mod:`coursekit.tensor.xpop`.)
     """
-
-    __props__ = ("cpu_op", "device_name")
-
-    def __init__(self, cpu_op, target):
-        self.cpu_op = cpu_op
-        self.destroy_map = getattr(cpu_op, "destroy_map", {})
-        self._init_target(target)
 
     def __str__(self):
         return f"Gpu{self.cpu_op}"
 
-    def make_node(self, *inputs):
-        host_inputs = [i.type.host_type().make_variable() if isinstance(i.type, GpuArrayType) else i for i in inputs]
-        cpu_node = self.cpu_op.make_node(*host_inputs)
-        outputs = [_dev_type(self.target, o.type.dtype, o.type.broadcastable) for o in cpu_node.outputs]
-        return Apply(self, list(inputs), outputs)
+    def host_input(self, position, var):
+        return False  # a custom kernel gets every input in device memory
 
     def make_thunk(self, node, storage_map):
         if hasattr(self.cpu_op, "make_gpu_thunk"):
-            from ..config import config
-
             with config.change(device=self.target.name):
                 thunk = self.cpu_op.make_gpu_thunk(node, storage_map)
             out_cells = [storage_map[o] for o in node.outputs]
@@ -288,24 +174,20 @@ class GpuCustomOp(GpuOp):
                 self._check_outputs([c[0] for c in out_cells])
 
             return checked
-        return super().make_thunk(node, storage_map)
+        return Op.make_thunk(self, node, storage_map)
 
     def perform(self, node, inputs, output_storage):
-        from ..config import config
-
-        inputs = [self._contiguous(v, self.target.xp) for v in inputs]
+        inputs = [self._contiguous(v) for v in inputs]
         # the op's kernels and cuda.empty() must use this op's device, whatever config says at call time
         with config.change(device=self.target.name):
             self.cpu_op.gpu_perform(node, inputs, output_storage)
         self._check_outputs([c[0] for c in output_storage])
 
-    def _contiguous(self, value, xp):
-        if not self.target.is_device_array(value):
+    def _contiguous(self, value):
+        device = self.target
+        if not device.is_device_array(value) or device.unwrap(value).flags["C_CONTIGUOUS"]:
             return value
-        buf = self.target.unwrap(value)
-        if buf.flags["C_CONTIGUOUS"]:
-            return value
-        return self.target.wrap(xp.ascontiguousarray(buf))
+        return device.wrap(device.xp.ascontiguousarray(device.unwrap(value)))
 
     def _check_outputs(self, values):
         for k, value in enumerate(values):
@@ -313,3 +195,10 @@ class GpuCustomOp(GpuOp):
                 raise TypeError(
                     f"{self.cpu_op}.gpu_perform stored a {type(value).__name__} in output {k}; a GPU op must store "
                     f"device arrays ({self.target.label}). Allocate them with coursekit.cuda.empty(shape, dtype).")
+
+
+# The twins the course names (students look for them in toposort); any other op's twin is made on first use.
+
+GpuElemwise, GpuDimShuffle, GpuCAReduce = gpu_twin(Elemwise), gpu_twin(DimShuffle), gpu_twin(CAReduce)
+GpuDot, GpuGemm, GpuGemv = gpu_twin(Dot), gpu_twin(Gemm), gpu_twin(Gemv)
+GpuReshape, GpuSubtensor = gpu_twin(Reshape), gpu_twin(Subtensor)

@@ -1,7 +1,10 @@
 """GPU placement: one pass that decides where every node runs.
 
-Walking the graph in topological order, a node moves to the GPU when it has
-a GPU version and computes in float32 (or ints/bools).  Values then live on
+Walking the graph in topological order, a node moves to the GPU when its op
+declares a GPU twin (``gpu_name``, see :mod:`coursekit.tensor.xpop`, or a
+custom op's own GPU code) and computes in float32 (or ints/bools).  What stays
+on the host is declared by the op too (``host_input``); nothing here knows an
+op class by name.  Values then live on
 the device or on the host, and a transfer op is inserted exactly where a
 value crosses from one side to the other:
 
@@ -18,52 +21,13 @@ lifted: device-resident shared variables get a ``HostFromGpu`` and
 from __future__ import annotations
 
 from ..devices import current, float64_on_gpu
-from ..devices.gpu_ops import (GpuCAReduce, GpuCustomOp, GpuDimShuffle, GpuDot, GpuElemwise, GpuGemm, GpuGemv, GpuReshape,
-                               GpuSubtensor)
-from ..devices.kernels import scalar_expression
+from ..devices.gpu_ops import gpu_op_for
 from ..devices.transfer import GpuFromHost, HostFromGpu
 from ..devices.types import GpuArrayType
 from ..graph import Constant
-from ..tensor.blas import Dot, Gemm, Gemv
-from ..tensor.elemwise import DimShuffle, Elemwise
-from ..tensor.reduction import CAReduce
-from ..tensor.shape import Reshape
-from ..tensor.subtensor import Subtensor
 from . import global_rewrite, local_rewrite
 
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
-
-
-def gpu_version(node, target):
-    """The GPU op for ``node``, or None if it stays on the host (and why, for float64)."""
-    op = node.op
-    if isinstance(op, Elemwise):
-        try:
-            scalar_expression(op.scalar_op, [f"i{k}" for k in range(op.nin)], [i.type.dtype for i in node.inputs])
-        except NotImplementedError:
-            return None
-        return GpuElemwise(op.scalar_op, target)
-    if isinstance(op, Gemv):
-        return GpuGemv(target)
-    if isinstance(op, Gemm):
-        return GpuGemm(target)
-    if isinstance(op, Dot):
-        return GpuDot(target)
-    if isinstance(op, CAReduce):
-        return GpuCAReduce(op.scalar_name, op.axis, target)
-    if isinstance(op, DimShuffle):
-        return GpuDimShuffle(op, target)
-    if isinstance(op, Reshape):
-        return GpuReshape(op.ndim, target)
-    if isinstance(op, Subtensor):
-        return GpuSubtensor(op.idx_list, target)
-    if hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"):
-        return GpuCustomOp(op, target)
-    return None
-
-
-# inputs of these ops stay where they are (host scalars/shapes, not data)
-_HOST_INPUT_SLOTS = {GpuGemm: (1, 4), GpuGemv: (1, 4), GpuReshape: (1,), GpuSubtensor: "rest"}
 
 
 class _Placer:
@@ -116,16 +80,12 @@ class _Placer:
         if self.target is not None:
             dtypes = {v.type.dtype for v in node.inputs + node.outputs}
             if dtypes <= GPU_DTYPES:
-                gpu_op = gpu_version(node, self.target)
-            elif "float64" in dtypes and gpu_version(node, self.target) is not None:
+                gpu_op = gpu_op_for(node, self.target)
+            elif "float64" in dtypes and gpu_op_for(node, self.target) is not None:
                 self.float64_ops.append(node)
         if gpu_op is not None:
-            slots = _HOST_INPUT_SLOTS.get(type(gpu_op), ())
-            inputs = []
-            for k, v in enumerate(node.inputs):
-                host_slot = k in slots if slots != "rest" else k > 0
-                scalar_constant = isinstance(gpu_op, GpuElemwise) and isinstance(v, Constant) and v.data.size == 1
-                inputs.append(self.host(v) if host_slot or scalar_constant else self.dev(v))
+            # inputs the op declares host-side (shapes, scalars, indices) stay; the rest go to the device
+            inputs = [self.host(v) if gpu_op.host_input(k, v) else self.dev(v) for k, v in enumerate(node.inputs)]
             new = gpu_op.make_node(*inputs)
             new.cpu_node = node  # DebugMode compares the GPU op with this CPU node
             for old, out in zip(node.outputs, new.outputs):
@@ -148,7 +108,9 @@ class _Placer:
             if isinstance(target.type, GpuArrayType):
                 return self.dev(var, target.type.device)
             return self.host(var)
-        if isinstance(var.type, GpuArrayType) and self.target is not None:
+        # a host array, unless the user ended this output on the device with gpu_from_host: never because a
+        # rewrite happened to leave a device variable there (``A * 1`` -> the shared ``A``) or a value lives there
+        if self.target is not None and var.owner is not None and isinstance(var.owner.op, GpuFromHost):
             return self.dev(var)
         return self.host(var)
 

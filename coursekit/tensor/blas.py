@@ -8,19 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op
+from ..graph import Apply, Constant
 from ..work import matmul_work
 from .type import TensorType
+from .xpop import XpOp
 
 
 def _result_dtype(*vars_):
     return np.result_type(*[v.type.dtype for v in vars_]).name
 
 
-class Dot(Op):
+class Dot(XpOp):
     """``numpy.dot`` on vectors and matrices."""
 
     __props__ = ()
+    gpu_name = "GpuDot"
 
     def make_node(self, x, y):
         from .var import as_tensor_variable
@@ -33,9 +35,9 @@ class Dot(Op):
         bcast = (bx[:-1] if x.type.ndim == 2 else ()) + (by[1:] if y.type.ndim == 2 else ())
         return Apply(self, [x, y], [TensorType(_result_dtype(x, y), bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, y = inputs
-        output_storage[0][0] = np.asarray(np.dot(x, y))  # vector . vector gives a scalar
+        output_storage[0][0] = xp.asarray(xp.dot(x, y))  # vector . vector gives a scalar
 
     def work(self, node, shapes, dtypes):
         return matmul_work(shapes[0], shapes[1], node.outputs[0].type.dtype)
@@ -68,7 +70,7 @@ class Dot(Op):
         return [reduce_to_broadcast(gx, x), reduce_to_broadcast(gy, y)]
 
 
-class Gemm(Op):
+class Gemm(XpOp):
     """``z <- beta * z + alpha * dot(x, y)`` for matrices (BLAS GEMM).
 
     ``inplace=True`` overwrites the ``z`` buffer (only used by the compiler
@@ -76,6 +78,8 @@ class Gemm(Op):
     """
 
     __props__ = ("inplace",)
+    gpu_name = "GpuGemm"
+    host_inputs = (1, 4)  # alpha and beta: host scalars
 
     def __init__(self, inplace=False):
         self.inplace = inplace
@@ -92,9 +96,9 @@ class Gemm(Op):
         return Apply(self, [z, alpha, x, y, beta], [TensorType(_result_dtype(z, x, y), dot_out.broadcastable)
                                                     .make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         z, alpha, x, y, beta = inputs
-        output_storage[0][0] = gemm_numpy(z, alpha, x, y, beta, self.inplace)
+        output_storage[0][0] = gemm(xp.dot, z, float(alpha), x, y, float(beta), self.inplace)
 
     def work(self, node, shapes, dtypes):
         """``beta·z + alpha·x·y``: the product's FLOPs plus the scaling; reads z, x, y."""
@@ -102,8 +106,6 @@ class Gemm(Op):
 
     def make_thunk(self, node, storage_map):
         """Read constant alpha/beta once, at link time, as Python floats."""
-        from ..graph import Constant
-
         cells = [storage_map[v] for v in node.inputs]
         out = storage_map[node.outputs[0]]
         alpha_var, beta_var = node.inputs[1], node.inputs[4]
@@ -114,23 +116,7 @@ class Gemm(Op):
         z_cell, x_cell, y_cell = cells[0], cells[2], cells[3]
 
         def thunk():
-            prod = dot(x_cell[0], y_cell[0])
-            if alpha != 1.0:
-                prod *= alpha
-            z = z_cell[0]
-            if beta == 0.0:
-                out[0] = prod
-            elif inplace and z.shape == prod.shape:
-                if beta != 1.0:
-                    z *= beta
-                z += prod
-                out[0] = z
-            else:
-                if beta == 1.0:
-                    prod += z
-                else:
-                    prod += beta * z
-                out[0] = prod
+            out[0] = gemm(dot, z_cell[0], alpha, x_cell[0], y_cell[0], beta, inplace)
 
         return thunk
 
@@ -141,13 +127,19 @@ class Gemm(Op):
 class Gemv(Gemm):
     """``z <- beta * z + alpha * dot(A, x)`` with a vector ``x`` (BLAS GEMV)."""
 
+    gpu_name = "GpuGemv"
+
     def __str__(self):
         return "Gemv{inplace}" if self.inplace else "Gemv{no_inplace}"
 
 
-def gemm_numpy(z, alpha, x, y, beta, inplace=False):
-    """beta*z + alpha*x@y with one product and no extra temporary beyond it."""
-    prod = np.dot(x, y)
+def gemm(dot, z, alpha, x, y, beta, inplace=False):
+    """beta*z + alpha*dot(x, y) with one product and no temporary beyond it (any array module's ``dot``).
+
+    The one GEMM combine: the CPU thunk, ``run`` and every GPU twin call it.
+    With ``inplace`` the result goes into ``z`` when the shapes agree.
+    """
+    prod = dot(x, y)
     if alpha != 1:
         prod *= alpha
     if beta == 0:

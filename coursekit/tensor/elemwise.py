@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op
+from ..graph import Apply, Constant
 from ..work import elementwise_work
 from .type import TensorType
+from .xpop import XpOp
 
 
-class Elemwise(Op):
-    """Apply a scalar op element by element (CPU, NumPy)."""
+class Elemwise(XpOp):
+    """Apply a scalar op element by element (CPU, NumPy); on a GPU, one generated kernel (``GpuElemwise``)."""
 
     __props__ = ("scalar_op",)
+    gpu_name = "GpuElemwise"
 
     def __init__(self, scalar_op):
         self.scalar_op = scalar_op
@@ -39,17 +41,43 @@ class Elemwise(Op):
         dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
         return Apply(self, inputs, [TensorType(dtype, bcast).make_variable()])
 
+    def host_input(self, position, var):
+        """One-element constants stay on the host: a GPU kernel takes them as scalar arguments."""
+        return isinstance(var, Constant) and var.data.size == 1
+
+    def gpu_supported(self, node):
+        """A GPU runs elementwise code as generated C: only scalar ops with a C expression go there."""
+        op, names = self.scalar_op, [f"i{k}" for k in range(self.nin)]
+        dtypes = [i.type.dtype for i in node.inputs]
+        try:
+            if hasattr(op, "c_statements"):
+                op.c_statements(names, dtypes)
+            elif hasattr(op, "c_code"):
+                op.c_code(names, dtypes)
+            elif op.c_expr is None:
+                return False
+        except NotImplementedError:
+            return False
+        return True
+
+    def device_kernel(self, device, node):
+        """The device's generated kernel for the scalar op (ONE CUDA kernel on a GPU, NumPy ufuncs on sim)."""
+        kernel = device.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype)
+        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v)]
+        run = elementwise_runner(kernel, node, device.xp, scalars)
+        if device.xp is np or not scalars:
+            return run
+
+        def with_scalar_arguments(inputs, output_storage):  # a GPU kernel takes host constants as numbers
+            inputs = list(inputs)
+            for k in scalars:
+                inputs[k] = inputs[k].reshape(()).item()
+            run(inputs, output_storage)
+
+        return with_scalar_arguments
+
     def perform(self, node, inputs, output_storage):
-        cell = output_storage[0]
-        out = cell[0]
-        if type(out) is np.ndarray and all(getattr(i, "shape", ()) == out.shape for i in inputs):
-            # keep what impl returns: a ufunc returns ``out`` itself, but a fused Composite
-            # may have computed into one of its own buffers instead
-            cell[0] = self.scalar_op.impl(*inputs, out=out)
-        else:
-            cell[0] = result = as_ndarray(self.scalar_op.impl(*inputs))
-            if any(np.shape(i) != result.shape for i in inputs):
-                _broadcast_checker(node)(inputs, result.shape)
+        elementwise_runner(self.scalar_op.impl, node)(inputs, output_storage)
 
     def work(self, node, shapes, dtypes):
         """One pass over memory: see :func:`coursekit.work.elementwise_work`."""
@@ -112,6 +140,33 @@ class Elemwise(Op):
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
 
 
+def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
+    """``run(inputs, output_storage)`` for an elementwise ``kernel(*arrays, out=None)`` of ``node``.
+
+    The one place (besides the CPU thunk's specialised closures) that decides
+    whether the previous output buffer can take the result: when it fits
+    (:func:`fits_buffer`) the kernel writes into it, else it allocates.
+    ``scalar_positions``: inputs passed as scalars, which do not shape the result.
+    """
+    check = _broadcast_checker(node)
+    array_positions = [k for k in range(len(node.inputs)) if k not in scalar_positions]
+    ndarray, asarray = xp.ndarray, xp.asarray
+
+    def run(inputs, output_storage):
+        cell = output_storage[0]
+        out = cell[0]
+        arrays = [inputs[k] for k in array_positions]
+        if out is not None and fits_buffer(out.shape, arrays, lambda values, shape: check(inputs, shape)):
+            cell[0] = kernel(*inputs, out=out)  # keep what it returns: a fused Composite may use its own buffer
+            return
+        result = kernel(*inputs)
+        cell[0] = result = result if type(result) is ndarray else asarray(result)  # 0-d: ufuncs give scalars
+        if any(getattr(a, "shape", ()) != result.shape for a in arrays):
+            check(inputs, result.shape)
+
+    return run
+
+
 def _squeezed_constant_cell(var, node):
     """A private cell holding a one-element constant as a 0-d array, or None.
 
@@ -120,8 +175,6 @@ def _squeezed_constant_cell(var, node):
     the same as long as another input has the full rank (Elemwise pads every
     non-constant input to it).
     """
-    from ..graph import Constant
-
     if not isinstance(var, Constant) or var.data.size != 1 or var.data.ndim == 0:
         return None
     if all(isinstance(v, Constant) for v in node.inputs):
@@ -179,13 +232,6 @@ def _broadcast_checker(node):
     return check
 
 
-def as_ndarray(value):
-    """``value`` as an ndarray: NumPy returns scalars (np.float64) for 0-d results,
-    but every value in a storage cell must be an array (``TensorType.is_valid_value``);
-    a scalar leaking into a shared variable's cell breaks ``get_value``."""
-    return value if type(value) is np.ndarray else np.asarray(value)
-
-
 def reduce_to_broadcast(grad, var):
     """Sum ``grad`` over the axes where ``var`` was broadcast, and cast it back.
 
@@ -208,8 +254,6 @@ def pad_left(var, ndim):
     missing = ndim - var.type.ndim
     if missing <= 0:
         return var
-    from ..graph import Constant
-
     if isinstance(var, Constant):  # reshape the data instead of adding a node
         from .var import constant
 
@@ -217,7 +261,7 @@ def pad_left(var, ndim):
     return DimShuffle(var.type.broadcastable, ("x",) * missing + tuple(range(var.type.ndim)))(var)
 
 
-class DimShuffle(Op):
+class DimShuffle(XpOp):
     """Reorder axes, insert broadcastable axes ('x') and drop length-1 axes.
 
     ``new_order`` lists, for each output axis, an input axis or 'x'.  Input
@@ -227,6 +271,7 @@ class DimShuffle(Op):
 
     __props__ = ("input_broadcastable", "new_order")
     view_map = {0: [0]}
+    gpu_name = "GpuDimShuffle"
 
     def __init__(self, input_broadcastable, new_order):
         self.input_broadcastable = tuple(input_broadcastable)
@@ -261,7 +306,7 @@ class DimShuffle(Op):
         bcast = tuple(True if d == "x" else x.type.broadcastable[d] for d in self.new_order)
         return Apply(self, [x], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         output_storage[0][0] = self.apply_to(inputs[0])
 
     def make_thunk(self, node, storage_map):

@@ -115,7 +115,16 @@ def var(x, axis=None, keepdims=False):
 
 
 def std(x, axis=None, keepdims=False):
-    return sqrt(var(x, axis, keepdims))
+    """sqrt(var): where the variance is exactly 0 (a length-1 axis, equal values) the gradient is 0.
+
+    sqrt's derivative is infinite at 0, and inf * 0 is NaN, so the plain form gave
+    NaN gradients there.  0 is a valid subgradient (std is a norm of the centred
+    values); the square root is taken of 1 instead of 0 so that even the unused
+    branch has a finite derivative.  A NaN variance still gives NaN.
+    """
+    v = var(x, axis, keepdims)
+    zero = eq(v, 0)
+    return switch(zero, 0, sqrt(switch(zero, 1, v)))
 
 
 # ---------------------------------------------------------------- products

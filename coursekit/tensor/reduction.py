@@ -12,8 +12,10 @@ import numpy as np
 from ..graph import Apply, Op
 from ..work import reduction_work
 from .type import TensorType
+from .xpop import XpOp
 
 _REDUCERS = {"add": np.sum, "maximum": np.max, "minimum": np.min, "mul": np.prod}
+_XP_NAMES = {"add": "sum", "maximum": "max", "minimum": "min", "mul": "prod"}  # the same, in any array module
 # the ufuncs' own reduce skips np.sum's Python wrapper (2-3x faster on small arrays), same results
 _UFUNC_REDUCE = {"add": np.add.reduce, "maximum": np.maximum.reduce, "minimum": np.minimum.reduce,
                  "mul": np.multiply.reduce}
@@ -36,10 +38,11 @@ def normalize_axis(axis, ndim, what="reduction"):
     return tuple(sorted(result))
 
 
-class CAReduce(Op):
+class CAReduce(XpOp):
     """Reduce with a commutative, associative scalar op along ``axis``."""
 
     __props__ = ("scalar_name", "axis")
+    gpu_name = "GpuCAReduce"  # Sum, Max, ... too: on the GPU they are all one reduction kernel
 
     def __init__(self, scalar_name, axis):
         self.scalar_name = scalar_name
@@ -62,11 +65,12 @@ class CAReduce(Op):
             dtype = x.type.dtype
         return Apply(self, [x], [TensorType(dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x = inputs[0]
         if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
-        output_storage[0][0] = np.asarray(self.reducer(x, axis=self.axis))  # a full reduction gives a scalar
+        reduce = getattr(xp, _XP_NAMES[self.scalar_name])
+        output_storage[0][0] = xp.asarray(reduce(x, axis=self.axis))  # a full reduction gives a scalar
 
     def work(self, node, shapes, dtypes):
         return reduction_work(shapes[0], dtypes[0], node.outputs[0].type.dtype, self.axis)

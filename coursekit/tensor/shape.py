@@ -5,6 +5,7 @@ import numpy as np
 
 from ..graph import Apply, Constant, Op
 from .type import TensorType
+from .xpop import XpOp
 
 lvector = TensorType("int64", (False,))
 
@@ -46,11 +47,13 @@ class MakeVector(Op):
         return [gz[i] if x.type.dtype[0] in "fc" else None for i, x in enumerate(inputs)]
 
 
-class Reshape(Op):
+class Reshape(XpOp):
     """Reshape to a shape given as an int64 vector (a view when NumPy can make one)."""
 
     __props__ = ("ndim",)
     view_map = {0: [0]}
+    gpu_name = "GpuReshape"
+    host_inputs = (1,)  # the shape: a small host vector
 
     def __init__(self, ndim):
         self.ndim = ndim
@@ -61,7 +64,7 @@ class Reshape(Op):
             bcast = tuple(int(s) == 1 for s in shape.data)
         return Apply(self, [x, shape], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, shape = inputs
         try:
             output_storage[0][0] = x.reshape(tuple(int(s) for s in shape))

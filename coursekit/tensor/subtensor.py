@@ -11,6 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Op, Variable
 from .type import TensorType
+from .xpop import XpOp
 
 _SYM = "?"  # placeholder for a symbolic integer in idx_list
 
@@ -38,7 +39,7 @@ def _encode(entry, symbolic):
 
 def _decode(idx_list, values):
     it = iter(values)
-    fill = lambda p: next(it) if p == _SYM else p  # noqa: E731
+    fill = lambda p: int(next(it)) if p == _SYM else p  # noqa: E731  (Python ints: CuPy wants them)
     index = []
     for entry in idx_list:
         if entry[0] == "slice":
@@ -63,11 +64,15 @@ def _output_bcast(idx_list, bcast):
     return tuple(out) + tuple(bcast[axis:])
 
 
-class Subtensor(Op):
+class Subtensor(XpOp):
     """Basic indexing; the output is a view of the input."""
 
     __props__ = ("idx_list",)
     view_map = {0: [0]}
+    gpu_name = "GpuSubtensor"
+
+    def host_input(self, position, var):
+        return position > 0  # symbolic indices are host integers
 
     def __init__(self, idx_list):
         self.idx_list = tuple(idx_list)
@@ -82,7 +87,7 @@ class Subtensor(Op):
         bcast = _output_bcast(self.idx_list, x.type.broadcastable)
         return Apply(self, [x, *index_vars], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, *values = inputs
         index = _decode(self.idx_list, values)
         try:

@@ -1,0 +1,56 @@
+"""Ops written once: one class computes on the CPU and, through its GPU twin, on any GPU device.
+
+An op that may run on a GPU declares, besides ``make_node`` and ``grad``:
+
+* ``run(xp, inputs, output_storage)`` -- the computation, written against the
+  array module ``xp`` (NumPy on the CPU and the simulated GPU, CuPy on a
+  real one).  ``output_storage[i][0]`` holds the previous result (or None):
+  reuse it when it fits, or store a new array;
+* ``gpu_name`` -- the class name of its GPU twin, as students see it in
+  ``toposort()`` (``"GpuGemm"``).  ``None`` (the default) keeps the op on the host;
+* ``host_inputs`` -- positions of inputs that stay in host memory (shapes,
+  scalars, indices): placement never copies them to the device.
+
+Optional, for ops whose kernel the device builds: ``device_kernel(device,
+node)`` returns ``f(inputs, output_storage)`` (``Elemwise`` asks the device for
+one generated elementwise kernel); ``gpu_supported(node)`` says whether this
+node can run on a GPU at all.
+
+The GPU twin itself is never written by hand: :func:`coursekit.devices.gpu_ops.gpu_twin`
+makes it from the class (``docs/adding-an-op.md`` has a worked example).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import Op
+
+
+class XpOp(Op):
+    """Base class for ops written once against ``xp`` (see the module docstring)."""
+
+    gpu_name = None     # class name of the GPU twin; None: this op stays on the host
+    host_inputs = ()    # input positions that stay in host memory
+
+    def host_input(self, position, var):
+        """Does input ``position`` (the variable ``var``) stay on the host when the op runs on a GPU?"""
+        return position in self.host_inputs
+
+    def gpu_supported(self, node):
+        """Can this node run on a GPU?  (Yes, unless an op says otherwise.)"""
+        return True
+
+    def run(self, xp, inputs, output_storage):
+        raise NotImplementedError(f"{type(self).__name__}.run(xp, inputs, output_storage)")
+
+    def perform(self, node, inputs, output_storage):
+        self.run(np, inputs, output_storage)
+
+    def device_kernel(self, device, node):
+        """``f(inputs, output_storage)`` on ``device``'s arrays: ``run`` with the device's array module."""
+        run, xp = self.run, device.xp
+
+        def kernel(inputs, output_storage):
+            run(xp, inputs, output_storage)
+
+        return kernel
