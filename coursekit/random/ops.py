@@ -21,7 +21,7 @@ import numpy as np
 from ..gradient import UndefinedGrad
 from ..graph import Apply, Op
 from ..tensor.type import TensorType, host_like
-from ..tensor.xp_run import run_on_device
+from ..tensor.xpop import XpOp
 from . import mrg
 
 
@@ -33,10 +33,15 @@ def _size_tuple(size, what):
     return shape
 
 
-class MRGUniform(Op):
-    """(state, size) -> (new state, uniforms of ``dtype`` in (0, 1) with shape ``size``)."""
+class MRGUniform(XpOp):
+    """(state, size) -> (new state, uniforms of ``dtype`` in (0, 1) with shape ``size``).
+
+    On a GPU device it runs as ``GpuMRGUniform``: the same integer recurrence in device memory, so the same
+    numbers as on the host (the size stays a host vector)."""
 
     __props__ = ("dtype", "ndim")
+    gpu_name = "GpuMRGUniform"
+    host_inputs = (1,)
     fold_constants = False  # never precompute random numbers at compile time
 
     def __init__(self, dtype, ndim):
@@ -45,9 +50,6 @@ class MRGUniform(Op):
     def make_node(self, state, size):
         return Apply(self, [state, size], [host_like(state),
                                            TensorType(self.dtype, (False,) * self.ndim).make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         """The whole op against an array module: NumPy here, CuPy on a GPU (bit-identical results)."""
@@ -59,10 +61,6 @@ class MRGUniform(Op):
         new_state, flat = mrg.uniform_steps(state, int(np.prod(shape, dtype=np.int64)), xp)
         output_storage[0][0] = new_state
         output_storage[1][0] = mrg.to_dtype(flat, self.dtype, xp).reshape(shape)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        """On a GPU device: the same integer recurrence in device memory, so the same numbers as on the host."""
-        run_on_device(self.run, inputs, output_storage)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None, None]
@@ -143,7 +141,7 @@ class NumpyRandom(Op):
         return [None] + [undefined if v.type.dtype[0] == "f" else None for v in inputs[1:]]
 
 
-class SearchCDF(Op):
+class SearchCDF(XpOp):
     """Category indices: for each uniform ``u`` the first ``k`` with ``u < cumsum(p)[k]`` (p normalised).
 
     ``p`` is a vector (one distribution) or a matrix (one row per draw, with
@@ -151,12 +149,10 @@ class SearchCDF(Op):
     """
 
     fold_constants = False
+    gpu_name = "GpuSearchCDF"
 
     def make_node(self, p, u):
         return Apply(self, [p, u], [TensorType("int64", (False,) * u.type.ndim).make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         p, u = inputs
@@ -170,9 +166,6 @@ class SearchCDF(Op):
             expanded = u.reshape(u.shape[0], -1)
             idx = (expanded[:, :, None] >= cdf[:, None, :]).sum(axis=-1).reshape(u.shape)
         output_storage[0][0] = xp.minimum(idx, p.shape[-1] - 1).astype("int64")
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
 
     def L_op(self, inputs, outputs, output_grads):
         return [UndefinedGrad("a categorical draw has no derivative with respect to its probabilities"), None]

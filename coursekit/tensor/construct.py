@@ -15,6 +15,7 @@ from .math import cast, second
 from .math import sum as tsum
 from .type import TensorType
 from .var import as_tensor_variable, constant
+from .xpop import XpOp
 
 
 def _int_scalar(value, what):
@@ -26,10 +27,12 @@ def _int_scalar(value, what):
     return cast(var, "int64")
 
 
-class ARange(Op):
+class ARange(XpOp):
     """``arange(start, stop, step)`` as a vector of ``dtype``."""
 
     __props__ = ("dtype",)
+    gpu_name = "GpuARange"
+    host_inputs = (0, 1, 2)  # the bounds are host scalars; the vector is made where the op runs
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -37,11 +40,11 @@ class ARange(Op):
     def make_node(self, start, stop, step):
         return Apply(self, [start, stop, step], [TensorType(self.dtype, (False,)).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         start, stop, step = (v.item() for v in inputs)
         if step == 0:
             raise ValueError("arange: step is 0; it must be a nonzero number")
-        output_storage[0][0] = np.arange(start, stop, step, dtype=self.dtype)
+        output_storage[0][0] = xp.arange(start, stop, step, dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None, None, None]
@@ -63,10 +66,14 @@ def arange(start, stop=None, step=1, dtype=None):
     return ARange(dtype)(*args)
 
 
-class Alloc(Op):
+class Alloc(XpOp):
     """``value`` broadcast to a shape (a new array): ``T.alloc(0., n, m)``."""
 
     __props__ = ()
+    gpu_name = "GpuAlloc"
+
+    def host_input(self, position, var):
+        return position > 0  # the sizes are host scalars; the value is copied where the op runs
 
     def make_node(self, value, *shape):
         value = as_tensor_variable(value)
@@ -76,12 +83,12 @@ class Alloc(Op):
         bcast = tuple(isinstance(s, Constant) and int(s.data) == 1 for s in shape)
         return Apply(self, [value, *shape], [TensorType(value.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         value, *shape = inputs
         shape = tuple(int(s) for s in shape)
         if any(s < 0 for s in shape):
             raise ValueError(f"alloc: negative size in shape {shape}")
-        out = np.empty(shape, dtype=value.dtype)
+        out = xp.empty(shape, dtype=value.dtype)
         try:
             out[...] = value
         except ValueError:
@@ -139,10 +146,12 @@ def fill(model, value):
     return second(model, value)
 
 
-class Eye(Op):
+class Eye(XpOp):
     """An ``n`` x ``m`` matrix with ones on diagonal ``k``."""
 
     __props__ = ("dtype",)
+    gpu_name = "GpuEye"
+    host_inputs = (0, 1, 2)
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -150,9 +159,9 @@ class Eye(Op):
     def make_node(self, n, m, k):
         return Apply(self, [n, m, k], [TensorType(self.dtype, (False, False)).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         n, m, k = (int(v) for v in inputs)
-        output_storage[0][0] = np.eye(n, m, k, dtype=self.dtype)
+        output_storage[0][0] = xp.eye(n, m, k, dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None, None, None]

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op
+from ..graph import Apply
 from .type import TensorType, host_like
 from .var import as_tensor_variable
-from .xp_run import run_on_device
+from .xpop import XpOp
 
 
 def _pair(value, what):
@@ -104,7 +104,7 @@ def conv_grad_weights(xp, gz, x, w_shape, pad, stride, flip):
     return gw[:, :, ::-1, ::-1] if flip else gw
 
 
-class _ConvBase(Op):
+class _ConvBase(XpOp):
     __props__ = ("pad", "stride", "flip")
 
     def __init__(self, pad, stride, flip):
@@ -114,6 +114,8 @@ class _ConvBase(Op):
 class Conv2d(_ConvBase):
     """``conv2d(input, filters)`` forward (im2col + GEMM)."""
 
+    gpu_name = "GpuConv2d"
+
     def make_node(self, x, w):
         x, w = as_tensor_variable(x), as_tensor_variable(w)
         if x.type.ndim != 4 or w.type.ndim != 4:
@@ -122,12 +124,6 @@ class Conv2d(_ConvBase):
         dtype = np.result_type(x.type.dtype, w.type.dtype).name
         bcast = (x.type.broadcastable[0], w.type.broadcastable[0], False, False)
         return Apply(self, [x, w], [TensorType(dtype, bcast).make_variable()])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         x, w = inputs
@@ -144,14 +140,10 @@ class Conv2d(_ConvBase):
 class Conv2dGradInput(_ConvBase):
     """The input's gradient of a convolution (col2im of ``dout @ W``)."""
 
+    gpu_name = "GpuConv2dGradInput"
+
     def make_node(self, gz, w, x):
         return Apply(self, [gz, w, x], [host_like(x)])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         gz, w, x = inputs
@@ -162,14 +154,10 @@ class Conv2dGradInput(_ConvBase):
 class Conv2dGradWeights(_ConvBase):
     """The filters' gradient of a convolution (``dout^T @ cols``)."""
 
+    gpu_name = "GpuConv2dGradWeights"
+
     def make_node(self, gz, x, w):
         return Apply(self, [gz, x, w], [host_like(w)])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         gz, x, w = inputs

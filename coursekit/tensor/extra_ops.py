@@ -16,6 +16,7 @@ from .elemwise import Elemwise, reduce_to_broadcast
 from .scalar import ScalarOp, _zero_grads, register
 from .type import TensorType, host_like
 from .var import as_tensor_variable, weak_constants
+from .xpop import XpOp
 
 
 # -------------------------------------------------------------- elementwise
@@ -247,8 +248,10 @@ def nd_dot(a, b):
     return tensordot(a, b, [[a.type.ndim - 1], [max(0, b.type.ndim - 2)]])
 
 
-class BatchedDot(Op):
+class BatchedDot(XpOp):
     """``matmul`` of stacks of matrices: (B, n, m) x (B, m, p) -> (B, n, p)."""
+
+    gpu_name = "GpuBatchedDot"
 
     def make_node(self, x, y):
         x, y = as_tensor_variable(x), as_tensor_variable(y)
@@ -258,12 +261,12 @@ class BatchedDot(Op):
         bcast = (x.type.broadcastable[0] and y.type.broadcastable[0], x.type.broadcastable[1], y.type.broadcastable[2])
         return Apply(self, [x, y], [TensorType(dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, y = inputs
         if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
             raise ValueError(f"batched_dot: shapes {x.shape} and {y.shape} do not match "
                              "(need (B, n, m) and (B, m, p))")
-        output_storage[0][0] = np.matmul(x, y)
+        output_storage[0][0] = xp.matmul(x, y)
 
     def L_op(self, inputs, outputs, output_grads):
         x, y = inputs

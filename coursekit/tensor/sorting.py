@@ -16,6 +16,7 @@ import numpy as np
 from ..graph import Apply, Op
 from .type import TensorType, host_like
 from .var import as_tensor_variable
+from .xpop import XpOp
 
 
 def _axis(axis, ndim, what):
@@ -34,10 +35,11 @@ def _axis(axis, ndim, what):
     return int(axis) % ndim if ndim else None
 
 
-class ArgReduce(Op):
+class ArgReduce(XpOp):
     """Index of the largest (``argmax``) or smallest (``argmin``) element along ``axis``."""
 
     __props__ = ("which", "axis", "keepdims")
+    gpu_name = "GpuArgReduce"
 
     def __init__(self, which, axis, keepdims=False):
         if which not in ("max", "min"):
@@ -57,13 +59,13 @@ class ArgReduce(Op):
             bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i != self.axis)
         return Apply(self, [x], [TensorType("int64", bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x = inputs[0]
         if x.size == 0:
             raise ValueError(f"{self}: the input is empty (shape {x.shape}); there is no arg{self.which}")
-        fn = np.argmax if self.which == "max" else np.argmin
+        fn = xp.argmax if self.which == "max" else xp.argmin
         result = fn(x, axis=self.axis, keepdims=self.keepdims)
-        output_storage[0][0] = np.asarray(result, dtype="int64")
+        output_storage[0][0] = xp.asarray(result, dtype="int64")
 
     def L_op(self, inputs, outputs, output_grads):
         return [None]  # an index does not depend smoothly on the values

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import Apply, Op
+from ...graph import Apply
 from ..type import TensorType, host_like
 from ..var import as_tensor_variable
-from ..xp_run import run_on_device
+from ..xpop import XpOp
 
 MODES = ("max", "sum", "average_inc_pad", "average_exc_pad")
 
@@ -29,9 +29,10 @@ def _out_len(size, window, stride, pad, ignore_border):
     return max(0, (size - 1 - window + stride) // stride) + 1
 
 
-class Pool(Op):
+class Pool(XpOp):
     """Pooling of the last two axes of a tensor (any leading axes)."""
 
+    gpu_name = "GpuPool"
     __props__ = ("ws", "stride", "pad", "ignore_border", "mode")
 
     def __init__(self, ws, stride, pad, ignore_border, mode):
@@ -83,12 +84,6 @@ class Pool(Op):
                     out += part
         return out
 
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
-
     def run(self, xp, inputs, output_storage):
         x = inputs[0]
         out = self._pool(xp, x)
@@ -100,9 +95,10 @@ class Pool(Op):
         return [PoolGrad(self)(inputs[0], outputs[0], output_grads[0])]
 
 
-class PoolGrad(Op):
+class PoolGrad(XpOp):
     """The gradient of a pooling, spread back over each window."""
 
+    gpu_name = "GpuPoolGrad"
     __props__ = ("pool",)
 
     def __init__(self, pool):
@@ -110,12 +106,6 @@ class PoolGrad(Op):
 
     def make_node(self, x, out, gz):
         return Apply(self, [x, out, gz], [host_like(x)])
-
-    def perform(self, node, inputs, output_storage):
-        self.run(np, inputs, output_storage)
-
-    def gpu_perform(self, node, inputs, output_storage):
-        run_on_device(self.run, inputs, output_storage)
 
     def run(self, xp, inputs, output_storage):
         x, out, gz = inputs
