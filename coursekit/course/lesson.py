@@ -167,11 +167,32 @@ def _time(fn, args, number, repeat, warmup, device, sync):
         if sync:
             synchronize()
         samples.append((time.perf_counter() - start) / number)
-    # label with the device that ran it: a compiled function knows; anything else gets the current setting
+    return Timing(min(samples), statistics.median(samples), number * repeat, _where_it_ran(fn, device))
+
+
+def _where_it_ran(fn, device=None):
+    """The label of a timing: where ``fn`` really ran, whatever ``config.device`` says now.
+
+    A compiled function knows (and a function compiled for a GPU whose ops all stayed on the host,
+    e.g. float64, ran on the CPU); a coursekit.cuda kernel knows its backend. Only a plain callable
+    takes the caller's ``device`` label, else the current setting. The function's own answer wins
+    over ``device=``: a label passed from ``device_label()`` under COURSEKIT_FLAGS=device=gpu
+    would call a CPU function's row a GPU row.
+    """
+    from ..profiling import op_kind
+
+    nodes = getattr(fn, "nodes", None)
+    own = getattr(fn, "device", None)
+    if own and nodes is not None and hasattr(fn, "storage_map"):
+        if not any(op_kind(node.op) in ("gpu", "transfer") for node in nodes):
+            from ..devices import CPUDevice
+
+            return CPUDevice.label
+        return own
     backend = getattr(fn, "backend", None)  # a coursekit.cuda kernel says where it runs
-    kernel_label = f"CUDA kernel on the {backend}" if isinstance(backend, str) else None
-    label = device or getattr(fn, "device", None) or kernel_label or device_label()
-    return Timing(min(samples), statistics.median(samples), number * repeat, label)
+    if isinstance(backend, str):
+        return f"CUDA kernel on the {backend}"
+    return device or own or device_label()
 
 
 def comparison(timings, baseline=None, caption=None):

@@ -9,6 +9,7 @@ grader's warnings (ignored or ambiguous files).
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason"]
@@ -30,8 +31,19 @@ def write_csv(scores, path) -> Path:
     return path
 
 
+# Markdown's markup characters, and underscores that can open or close emphasis (not those inside a
+# word like infinite_loop, which CommonMark leaves alone): a reason such as
+# "NameError: name '__name__' is not defined" must not render as bold.
+_MARKUP = re.compile(r"[\\`*\[\]<>|#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+
+
+def _md(text) -> str:
+    """``text`` as literal Markdown (student names, reasons and warnings come from the submissions)."""
+    return _MARKUP.sub(lambda m: "\\" + m.group(0), str(text))
+
+
 def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|")
+    return _md(text)
 
 
 def summary_markdown(scores, warnings=()) -> str:
@@ -60,11 +72,11 @@ def summary_markdown(scores, warnings=()) -> str:
         lines.append("None: every graded cell passed.")
     for s in lost:
         lines.append(
-            f"- **{s.student}** · `{s.notebook}` · `{s.cell_id}` "
-            f"({number(s.points)}/{number(s.max_points)}): {s.reason}"
+            f"- **{_md(s.student)}** · `{s.notebook}` · `{s.cell_id}` "
+            f"({number(s.points)}/{number(s.max_points)}): {_md(s.reason)}"
         )
     if warnings:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in warnings]
+        lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in warnings]
     return "\n".join(lines) + "\n"
 
 

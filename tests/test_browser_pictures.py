@@ -1,0 +1,153 @@
+"""Pictures show in a lesson opened fresh in JupyterLab, in a real browser (issue 14).
+
+A notebook someone else saved opens *untrusted*: JupyterLab then refuses SVG outputs and sanitises
+HTML (inline ``<svg>`` is stripped). Graph pictures therefore also carry a PNG, and the compiled
+function's HTML view embeds its picture as a PNG ``<img>``.
+
+The check: a fresh JupyterLab server (empty Jupyter data dir, so nothing is trusted) and headless
+Chromium take a screenshot of the lesson, and the pixels must contain the pictures' own fill colours.
+A control notebook proves the check can fail: a picture stored as SVG only (the old outputs) shows
+no such pixels, next to the same kind of picture with its PNG, which does.
+
+Runs where Chromium is installed (``apt-get install chromium``), skipped elsewhere (CI has none).
+Each lesson costs one Chromium run (10-20 s), so only the lessons with graph pictures near the top
+run by default; ``COURSEKIT_SCREENSHOTS=DIR`` runs every lesson and keeps the screenshots in DIR
+(that is how ``docs/screenshots/`` was made).
+"""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
+                 if shutil.which(name)), None)
+SAVE_DIR = os.environ.get("COURSEKIT_SCREENSHOTS")
+# lesson -> browser window height that reaches its first graph picture (None: no graph picture)
+LESSONS = {
+    "01_tour": 16000, "02_exp_benchmark": 4200, "03_handles_and_borrow": None,
+    "04_curse_of_gpufromhost": 6000, "05_logistic_regression": 6500,
+    "06_what_a_gpu_accelerates": None, "07_cuda_kernels": None,
+}
+DEFAULT_LESSONS = ["02_exp_benchmark"]
+# fills of the picture's boxes (coursekit/printing/style.py): they appear only if a picture is drawn
+INPUT_FILL, CPU_FILL, GPU_FILL = (0xC8, 0xE6, 0xC9), (0xFF, 0xE0, 0xB2), (0xD1, 0xC4, 0xE9)
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")]
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A JupyterLab server over a fresh Jupyter profile, serving the repository as ``course/``."""
+    home = tmp_path_factory.mktemp("lab")
+    served = home / "served"
+    served.mkdir()
+    (served / "course").symlink_to(ROOT)
+    port, token = _free_port(), secrets.token_hex(8)
+    env = dict(os.environ, HOME=str(home), JUPYTER_DATA_DIR=str(home / "data"),
+               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
+         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as reply:
+                    json.load(reply)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail("JupyterLab did not start within 90 s")
+                time.sleep(0.5)
+        yield {"base": base, "token": token, "served": served, "home": home}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def screenshot(lab, path_in_server, height, out):
+    profile = lab["home"] / f"chrome-{out.stem}"
+    url = f"{lab['base']}/lab/tree/{path_in_server}?token={lab['token']}"
+    subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--hide-scrollbars", f"--user-data-dir={profile}", f"--window-size=1280,{height}",
+         "--virtual-time-budget=30000", f"--screenshot={out}", url],
+        check=True, timeout=180, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(profile, ignore_errors=True)
+    from PIL import Image
+
+    with Image.open(out) as image:
+        return image.convert("RGB")
+
+
+def count_colour(image, colour, tolerance=6):
+    """Pixels within ``tolerance`` of ``colour`` in each channel."""
+    import numpy as np
+
+    pixels = np.asarray(image, dtype=np.int16)
+    return int(np.all(np.abs(pixels - np.array(colour)) <= tolerance, axis=-1).sum())
+
+
+def test_untrusted_lab_refuses_svg_only_pictures_and_shows_the_png(lab, tmp_path):
+    import coursekit as theano
+    import coursekit.tensor as T
+
+    x = T.fvector("x")
+    with theano.config.change(device="sim"):
+        gpu_picture = theano.printing.pydotprint(theano.function([x], T.exp(x) * 2, name="gpu"))
+    with theano.config.change(device="cpu"):
+        cpu_picture = theano.printing.pydotprint(theano.function([x], T.exp(x) * 2, name="cpu"))
+    svg_only = nbformat.v4.new_output("display_data", data={"image/svg+xml": gpu_picture.svg,
+                                                            "text/plain": repr(gpu_picture)})
+    bundle = cpu_picture._repr_mimebundle_()
+    bundle["image/png"] = base64.b64encode(bundle["image/png"]).decode("ascii")
+    with_png = nbformat.v4.new_output("display_data", data=bundle)
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("svg_only_picture", outputs=[svg_only], execution_count=1),
+        nbformat.v4.new_code_cell("picture_with_png", outputs=[with_png], execution_count=2)])
+    # the lessons' kernelspec, so that JupyterLab opens it without a "Select Kernel" dialog over it
+    nb.metadata = nbformat.read(ROOT / "notebooks" / "01_tour.ipynb", as_version=4).metadata
+    nbformat.write(nb, lab["served"] / "control.ipynb")
+    image = screenshot(lab, "control.ipynb", 1400, tmp_path / "control.png")
+    assert count_colour(image, CPU_FILL) > 2000, "the picture that carries a PNG must show"
+    # the shown picture's legend has one small GPU-op swatch (about 500 px); a drawn GPU box is far bigger
+    assert count_colour(image, GPU_FILL) < 1000, (
+        "an SVG-only picture showed in an untrusted notebook: this check cannot tell PNG from SVG")
+
+
+@pytest.mark.parametrize("lesson", sorted(LESSONS) if SAVE_DIR else DEFAULT_LESSONS)
+def test_lesson_pictures_show_on_first_open(lab, tmp_path, lesson):
+    height = LESSONS[lesson] or 2400
+    out = Path(SAVE_DIR or tmp_path) / f"{lesson}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    image = screenshot(lab, f"course/notebooks/{lesson}.ipynb", height, out)
+    if LESSONS[lesson]:
+        drawn = count_colour(image, INPUT_FILL) + count_colour(image, CPU_FILL) + count_colour(image, GPU_FILL)
+        assert drawn > 3000, f"{lesson}: no graph picture visible on first open (see {out})"
+    if SAVE_DIR:   # keep the committed screenshots small: 64 colours, top of the page at most 6000 px
+        image.crop((0, 0, 1280, min(image.height, 6000))).quantize(colors=64).save(out, optimize=True)
