@@ -75,7 +75,7 @@ class CostModel:
 
     @property
     def label(self):
-        """``modelled (GeForce GTX 580 ...)``: the words every modelled figure carries."""
+        """``modelled (gtx580)``: the words every modelled figure carries (the preset, calibrated or not, pool)."""
         pool = "" if self.memory_pool == self.spec.memory_pool else (", memory pool" if self.memory_pool
                                                                       else ", no memory pool")
         kind = "calibrated " if self.spec.measured else ""
