@@ -99,3 +99,17 @@ def test_gpu_models_lists_presets_and_their_sources(capsys):
     assert "sources:" in out and "Hopper" in out and "gtx580" not in out
     assert main(["gpu-models", "rtx9090"]) == 2
     assert "not a known GPU preset" in capsys.readouterr().err
+
+
+def test_a_calibrated_card_models_itself(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSEKIT_CONFIG_DIR", str(tmp_path))
+
+    class RealCard:  # what a real CUDA device object says about itself
+        model, simulated, is_gpu, card = None, False, True, "Test GPU 9000"
+
+    assert costmodel.model_for(RealCard()).spec.key == theano.config.gpu_model  # nothing calibrated yet
+    spec = calibrate.build_spec(measurements(np.random.RandomState(3)))
+    presets.save(spec)
+    assert costmodel.model_for(RealCard()).spec == spec and "calibrated" in costmodel.model_for(RealCard()).label
+    RealCard.simulated = True  # a simulated device never pretends to be a calibrated card
+    assert costmodel.model_for(RealCard()).spec.key == theano.config.gpu_model

@@ -24,7 +24,6 @@ efficiencies of 1 (measured rates are already achievable rates), saved by
 """
 from __future__ import annotations
 
-import re
 import time
 
 import numpy as np
@@ -60,10 +59,7 @@ def rate(work, seconds):
     return work / float(np.min(seconds))
 
 
-def preset_name(device_name):
-    """A preset key from a card's name: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
-    key = re.sub(r"[^a-z0-9]+", "-", device_name.lower()).strip("-") or "gpu"
-    return key if key not in presets.PRESETS else f"{key}-calibrated"
+preset_name = presets.preset_name
 
 
 def build_spec(measured, key=None):

@@ -199,17 +199,22 @@ def model_for(device=None):
     """The cost model of ``device`` (default: the current device).
 
     A device object may carry its own model (``device.model``: a
-    :class:`CostModel`, a preset or a preset's name), e.g. a calibrated one
-    for a real card; otherwise the preset named by ``config.gpu_model``.
+    :class:`CostModel`, a preset or a preset's name).  A real GPU for which
+    ``python -m coursekit calibrate`` saved a preset uses that one, so that
+    on a calibrated card the modelled figures describe that card.
+    Otherwise: the preset named by ``config.gpu_model``.
     """
     if device is None:
         from . import current  # the package imports this module lazily, never at its own import
 
         device = current()
     attached = getattr(device, "model", None)
-    if attached is None:
-        return model()
-    return attached if isinstance(attached, CostModel) else model(attached)
+    if attached is not None:
+        return attached if isinstance(attached, CostModel) else model(attached)
+    card = getattr(device, "card", None)
+    if card and not device.simulated and presets.preset_name(card) in presets.saved_names():
+        return model(presets.get(presets.preset_name(card)))
+    return model()
 
 
 def forget_saved():

@@ -214,7 +214,8 @@ class CudaDevice(GPUDevice):
         self.name = f"cuda:{index}"
         props = cupy.cuda.runtime.getDeviceProperties(index)
         gpu_name = props["name"]
-        self.label = f"GPU {index}: {gpu_name.decode() if isinstance(gpu_name, bytes) else gpu_name} (CuPy)"
+        self.card = gpu_name.decode() if isinstance(gpu_name, bytes) else str(gpu_name)  # a calibrated preset's key
+        self.label = f"GPU {index}: {self.card} (CuPy)"
         self.array_type = cupy.ndarray
         self._kernels = {}
 

@@ -164,6 +164,12 @@ PRESETS = {
 DEFAULT = "t4"  # see coursekit.config: the card a student without a GPU is most likely to be lent
 
 
+def preset_name(card):
+    """The key a calibrated preset of a card is saved under: 'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3'."""
+    key = re.sub(r"[^a-z0-9]+", "-", card.lower()).strip("-") or "gpu"
+    return key if key not in PRESETS else f"{key}-calibrated"
+
+
 def config_dir():
     """Where calibrated presets are saved: $COURSEKIT_CONFIG_DIR, else $XDG_CONFIG_HOME/coursekit."""
     explicit = os.environ.get("COURSEKIT_CONFIG_DIR")
