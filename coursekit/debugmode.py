@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compile.hooks import LinkerHook
 from .compile.mode import ALL_STAGES, Mode
+from .graph import format_trace
 
 
 class DebugModeError(AssertionError):
@@ -65,30 +67,7 @@ class DebugMode(Mode):
         outs = [Out(v) for v in reference_graph.outputs]
         reference = Function(reference_graph, fn.input_specs, outs, False, [], placement_only,
                              name=f"{fn.name} (unrewritten reference)")
-        fn.thunks = [_checked_thunk(self, node, thunk, fn.storage_map) for node, thunk in zip(fn.nodes, fn.thunks)]
-        fn._build_call()
-        inner = fn._call
-
-        def call(*args):
-            with np.errstate(all="ignore"):  # the unrewritten graph may overflow where the rewritten one is stable
-                expected = reference._call(*args)
-            targets = [t for t, *_ in fn.update_plan]
-            before = [t[0] for t in targets]
-            got = inner(*args)
-            got_list = got if isinstance(got, list) else ([] if got is None else [got])
-            got_list = got_list + [t[0] for t in targets]
-            for i, (e, g) in enumerate(zip(expected, got_list)):
-                kind = f"output {i}" if i < fgraph.n_outputs else f"update {i - fgraph.n_outputs}"
-                if not self._close(e, g):
-                    for t, old in zip(targets, before):
-                        t[0] = old  # keep state as it was: the call is reported as failed
-                    raise DebugModeError(
-                        f"DebugMode: {kind} of function {fn.name} differs between the rewritten graph and the "
-                        f"unrewritten reference ({_describe_difference(e, g)}). Rewrites applied: "
-                        f"{[name for _, name, _ in getattr(fgraph, 'rewrite_log', [])]}")
-            return got
-
-        fn._call = call
+        fn.add_hook(_DebugHook(self, fn, reference))
         fn.reference = reference
         return fn
 
@@ -120,44 +99,67 @@ def _describe_difference(expected, got):
     return f"max abs difference {np.nanmax(diff) if diff.size else 0:.3g}"
 
 
-def _checked_thunk(mode, node, thunk, storage_map):
-    in_cells = [storage_map[v] for v in node.inputs]
-    out_cells = [storage_map[v] for v in node.outputs]
-    destroyed = {i for ins in (getattr(node.op, "destroy_map", None) or {}).values() for i in ins}
-    from .graph import format_trace
+class _DebugHook(LinkerHook):
+    """The checks of the module docs, as a linker hook on the rewritten function."""
 
-    def where():
-        return f"{node} (created at {format_trace(node.trace)})"
+    def __init__(self, mode, fn, reference):
+        self.mode, self.fn, self.reference = mode, fn, reference
+        self.expected, self.before = None, None
+        self.in_cells = [[fn.storage_map[v] for v in node.inputs] for node in fn.nodes]
+        self.out_cells = [[fn.storage_map[v] for v in node.outputs] for node in fn.nodes]
+        self.destroyed = [{i for ins in (getattr(node.op, "destroy_map", None) or {}).values() for i in ins}
+                          for node in fn.nodes]
 
-    def checked():
-        before = [_host(c[0]).copy() if c[0] is not None else None for c in in_cells]
-        thunk()
-        for i, (cell, old) in enumerate(zip(in_cells, before)):
-            if i in destroyed or old is None:
+    def call_started(self, args):
+        with np.errstate(all="ignore"):  # the unrewritten graph may overflow where the rewritten one is stable
+            self.expected = self.reference(*args)
+
+    def thunk_started(self, index):
+        self.before = [_host(c[0]).copy() if c[0] is not None else None for c in self.in_cells[index]]
+
+    def thunk_finished(self, index):
+        node, before, mode = self.fn.nodes[index], self.before, self.mode
+        for i, (cell, old) in enumerate(zip(self.in_cells[index], before)):
+            if i in self.destroyed[index] or old is None:
                 continue
             if not np.array_equal(_host(cell[0]), old, equal_nan=True):
-                raise DebugModeError(f"DebugMode: {where()} wrote into its input {i} ({node.inputs[i]}) without "
-                                     "declaring it in destroy_map. Ops must not modify their inputs.")
-        results = [c[0] for c in out_cells]
+                raise DebugModeError(f"DebugMode: {_where(node)} wrote into its input {i} ({node.inputs[i]}) "
+                                     "without declaring it in destroy_map. Ops must not modify their inputs.")
+        results = [c[0] for c in self.out_cells[index]]
         if mode.check_nan:
             inputs_finite = all(_finite(v) for v in before if v is not None)
             for k, value in enumerate(results):
                 if inputs_finite and not _finite(_host(value)):
-                    raise DebugModeError(f"DebugMode: {where()} produced NaN/Inf in output {k} from finite inputs")
-        reference = [[None] for _ in out_cells]
+                    raise DebugModeError(f"DebugMode: {_where(node)} produced NaN/Inf in output {k} from finite "
+                                         "inputs")
+        reference = [[None] for _ in results]
         cpu_node = getattr(node, "cpu_node", None)
         if cpu_node is not None:  # a GPU op: its CPU twin on host copies is the reference
             cpu_node.op.perform(cpu_node, [b.copy() if b is not None else None for b in before], reference)
         else:
-            values = [c[0] if _on_device(c[0]) else (None if b is None else b.copy()) for b, c in zip(before, in_cells)]
+            values = [c[0] if _on_device(c[0]) else (None if b is None else b.copy())
+                      for b, c in zip(before, self.in_cells[index])]
             node.op.perform(node, values, reference)
         for k, (ref, value) in enumerate(zip(reference, results)):
             if not mode._close(ref[0], value):
-                raise DebugModeError(f"DebugMode: output {k} of {where()} differs from the op's perform() "
+                raise DebugModeError(f"DebugMode: output {k} of {_where(node)} differs from the op's perform() "
                                      f"reference ({_describe_difference(ref[0], value)}). The op's thunk (or its "
                                      "GPU kernel) disagrees with its NumPy reference.")
 
-    return checked
+    def call_computed(self, outputs, update_values):
+        """Compare with the reference before any shared variable changes: a failed check updates nothing."""
+        fgraph = self.fn.maker.fgraph
+        for i, (e, g) in enumerate(zip(self.expected, list(outputs) + list(update_values))):
+            kind = f"output {i}" if i < len(outputs) else f"update {i - len(outputs)}"
+            if not self.mode._close(e, g):
+                raise DebugModeError(
+                    f"DebugMode: {kind} of function {self.fn.name} differs between the rewritten graph and the "
+                    f"unrewritten reference ({_describe_difference(e, g)}). Rewrites applied: "
+                    f"{[name for _, name, _ in fgraph.rewrite_log]}")
+
+
+def _where(node):
+    return f"{node} (created at {format_trace(node.trace)})"
 
 
 def _on_device(value):

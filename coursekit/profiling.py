@@ -8,8 +8,8 @@ interpreter exits).
 
 How it measures, and why:
 
-* the compiled function hands its thunks to :meth:`ProfileStats.run_thunks`
-  instead of running them; each thunk is timed with ``time.perf_counter``,
+* the profile installs a linker hook (:mod:`coursekit.compile.hooks`) on
+  each function it profiles; each thunk is timed with ``time.perf_counter``,
   and after an op that runs on the GPU the device is synchronised first
   (kernels are queued asynchronously: without that the time of a kernel
   would land on whichever op happens to wait for it next);
@@ -31,6 +31,8 @@ import atexit
 import sys
 import time
 import weakref
+
+from .compile.hooks import LinkerHook
 
 KINDS = ("cpu", "gpu", "transfer")
 KIND_NAMES = {"cpu": "CPU", "gpu": "GPU", "transfer": "transfer"}
@@ -61,15 +63,15 @@ def format_bytes(n):
     return f"{n} B"
 
 
-class _FunctionRecord:
-    """What one compiled function did under a profile (per-apply sums over timed calls)."""
+class _FunctionRecord(LinkerHook):
+    """What one compiled function did under a profile: a linker hook summing per-apply times."""
 
-    def __init__(self, fn, thunks):
+    def __init__(self, fn):
         from . import devices
 
         self.fn_ref = weakref.ref(fn)
-        self.name, self.device = str(getattr(fn, "name", "?")), str(getattr(fn, "device", "?"))
-        self.thunks, self.nodes = thunks, list(fn.nodes)
+        self.name, self._device = str(getattr(fn, "name", "?")), str(getattr(fn, "device", "?"))
+        self.nodes = list(fn.nodes)
         self.kinds = [op_kind(node.op) for node in self.nodes]
         self.sync_after = [getattr(node.op, "device", "cpu") == "gpu" for node in self.nodes]
         self.synchronize = devices.synchronize
@@ -83,26 +85,32 @@ class _FunctionRecord:
         self.calls = self.timed_calls = self.failed_calls = 0
         self.thunk_time = self.call_time = 0.0
         self.transfer_bytes = self.transfer_count = 0
-        self.bookkeeping, self.pending = 0.0, False
-        # time whole calls too (for the overhead line): wrap the generated call of this function
-        inner = getattr(fn, "_call", None)
-        if inner is not None:
-            fn._call = self._timed(inner)
+        self._call_start = self._thunk_start = 0.0
+        self._ran = False
 
-    def _timed(self, inner):
-        def profiled_call(*args):
-            start = _clock()
-            result = inner(*args)
-            if self.pending:
-                self.call_time += _clock() - start - self.bookkeeping
-                self.pending = False
-            return result
+    @property
+    def device(self):
+        fn = self.fn_ref()
+        return str(getattr(fn, "device", self._device)) if fn is not None else self._device
 
-        profiled_call.__wrapped__ = inner
-        return profiled_call
+    # ---------------------------------------------------------- hook events
+    def call_started(self, args):
+        self._ran = False
+        self._call_start = _clock()
 
-    def finish(self, times):
-        """Add one successful call's per-thunk times (unless it is the warm-up call)."""
+    def thunk_started(self, index):
+        self._thunk_start = _clock()
+
+    def thunk_finished(self, index):
+        if self.sync_after[index]:  # kernels are queued: wait for this one, or the next op pays for it
+            self.synchronize()
+        self.scratch[index] = _clock() - self._thunk_start
+
+    def call_failed(self, index, exc):
+        self.failed_calls += 1
+
+    def call_computed(self, outputs, update_values):
+        """Every thunk ran: add this call's per-thunk times (unless it is the warm-up call)."""
         start = _clock()
         self.calls += 1
         for i, cells in enumerate(self.input_cells):
@@ -113,14 +121,20 @@ class _FunctionRecord:
         self.timed_calls += 1
         total = 0.0
         apply_time = self.apply_time
-        for i, t in enumerate(times):
+        for i, t in enumerate(self.scratch):
             apply_time[i] += t
             total += t
         self.thunk_time += total
         for cells in self.transfer_cells:
             self.transfer_count += 1
             self.transfer_bytes += sum(getattr(c[0], "nbytes", 0) for c in cells)
-        self.bookkeeping, self.pending = _clock() - start, True
+        self._ran = True
+        self._call_start += _clock() - start  # the profiler's own bookkeeping is not call time
+
+    def call_finished(self):
+        if self._ran:
+            self.call_time += _clock() - self._call_start
+            self._ran = False
 
 
 class ProfileStats:
@@ -134,51 +148,22 @@ class ProfileStats:
         self.name = name
         self.atexit_print = atexit_print
         self._functions = []      # weak references to attached functions
-        self._records = {}        # id(thunks) -> _FunctionRecord
+        self._records = {}        # id(record) -> _FunctionRecord (one per attached function)
         if atexit_print:
             _print_at_exit_later(self)
 
     # ------------------------------------------------------------ recording
     def attach(self, fn):
-        """Called by the compiled function that will report to this profile."""
+        """Called by a compiled function that reports to this profile: installs its timing hook."""
         self._functions.append(weakref.ref(fn))
+        record = _FunctionRecord(fn)
+        self._records[id(record)] = record
+        fn.add_hook(record)
         if self.atexit_print is None:
             from .config import config
 
             if config.profile:
                 _print_at_exit_later(self)
-
-    def run_thunks(self, thunks, on_error):
-        """Run ``thunks`` in order, timing each; on failure call ``on_error(i, exc)`` (it raises)."""
-        record = self._records.get(id(thunks))
-        if record is None or record.thunks is not thunks:
-            record = self._new_record(thunks, on_error)
-        times, sync_after, synchronize = record.scratch, record.sync_after, record.synchronize
-        i = 0
-        try:
-            for i, thunk in enumerate(thunks):
-                start = _clock()
-                thunk()
-                if sync_after[i]:
-                    synchronize()
-                times[i] = _clock() - start
-        except Exception as exc:
-            record.failed_calls += 1
-            on_error(i, exc)
-            raise
-        record.finish(times)
-
-    def _new_record(self, thunks, on_error):
-        fn = getattr(on_error, "__self__", None)
-        if fn is None or getattr(fn, "thunks", None) is not thunks:
-            alive = [ref() for ref in self._functions]
-            fn = next((f for f in alive if f is not None and getattr(f, "thunks", None) is thunks), fn)
-        if fn is None:
-            raise RuntimeError("ProfileStats.run_thunks: these thunks belong to no attached function")
-        for old in list(self._records.values()):
-            if old.fn_ref() is fn:  # the function rebuilt its thunks (e.g. DebugMode): start afresh
-                del self._records[id(old.thunks)]
-        record = self._records[id(thunks)] = _FunctionRecord(fn, thunks)
         return record
 
     # -------------------------------------------------------------- numbers

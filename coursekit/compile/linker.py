@@ -23,6 +23,7 @@ import numpy as np
 
 from ..graph import Constant, format_trace
 from ..tensor.type import TensorType
+from .callgen import CallPlan, generate_call
 from .sharedvalue import SharedVariable
 
 
@@ -47,6 +48,8 @@ class Function:
         self.trust_input = trust_input
         self.device = getattr(fgraph, "device_label", "CPU (NumPy)")
         self._allow_downcast = allow_input_downcast
+        self._hooks = []
+        self._link(fgraph, ins, outs, updates)
         want_profile = config.profile if profile is None else profile
         self.profile = None
         if want_profile:
@@ -54,7 +57,6 @@ class Function:
 
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
-        self._link(fgraph, ins, outs, updates)
 
     # ------------------------------------------------------------------ link
     def _link(self, fgraph, ins, outs, updates):
@@ -108,78 +110,41 @@ class Function:
         self.gc_cells = [storage[v] for node in nodes for v in node.outputs if id(v) not in keep_ids]
         self._build_call()
 
+    # ----------------------------------------------------------------- hooks
+    @property
+    def hooks(self):
+        """The installed linker hooks (see :mod:`coursekit.compile.hooks`), outermost first."""
+        return tuple(self._hooks)
+
+    def add_hook(self, hook):
+        """Install ``hook``: its callbacks run in every later call (the call is regenerated)."""
+        if any(h is hook for h in self._hooks):
+            raise ValueError(f"{hook!r} is already installed on function {self.name}")
+        attached = getattr(hook, "attached", None)
+        if attached is not None:
+            attached(self)
+        self._hooks.append(hook)
+        self._build_call()
+        return hook
+
+    def remove_hook(self, hook):
+        """Take ``hook`` off; with no hook left the call is the plain straight-line code again."""
+        self._hooks = [h for h in self._hooks if h is not hook]
+        self._build_call()
+
     # ------------------------------------------------------------------ call
     def _build_call(self):
-        """Generate the call as straight-line Python (see ``f.source``).
-
-        Unrolling the input checks and the thunk calls removes the loop
-        overhead that dominates tiny graphs; the generated text is kept so a
-        student can read exactly what a call does.
-        """
-        n_in = len(self.input_cells)
-        ns = {"ndarray": np.ndarray, "generic": np.generic, "asarray": np.asarray, "filt": self._filter_input,
-              "error": self._runtime_error, "profile": self.profile,
-              "thunks": self.thunks}
-        args = ", ".join(f"a{i}" for i in range(n_in))
-        lines = [f"def call({args}):"]
-        for i, (cell, t) in enumerate(zip(self.input_cells, self.input_types)):
-            ns[f"c{i}"], ns[f"d{i}"] = cell, t.numpy_dtype
-            if self.trust_input:
-                lines.append(f"    c{i}[0] = a{i}")
-                continue
-            if type(t) is not TensorType:  # device inputs and custom types: always the full check
-                lines.append(f"    c{i}[0] = filt({i}, a{i})")
-                continue
-            shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")
-            lines += [f"    if type(a{i}) is ndarray and a{i}.dtype is d{i}{shape_ok}:",
-                      f"        c{i}[0] = a{i}"]
-            if t.ndim == 0:
-                lines += [f"    elif isinstance(a{i}, generic) and a{i}.dtype is d{i}:",
-                          f"        c{i}[0] = asarray(a{i})"]
-            lines += ["    else:", f"        c{i}[0] = filt({i}, a{i})"]
-        gc = self.gc_cells if self.allow_gc else []
-        for j, cell in enumerate(gc):
-            ns[f"g{j}"] = cell
-        clear_gc = [f"g{j}[0] = None" for j in range(len(gc))]
-        if self.profile is not None:
-            lines += ["    try:", "        profile.run_thunks(thunks, error)", "    except BaseException:"]
-            lines += [f"        {c}" for c in clear_gc] + ["        raise"]
-        elif self.thunks:
-            lines.append("    i = 0")
-            lines.append("    try:")
-            for k, thunk in enumerate(self.thunks):
-                ns[f"t{k}"] = thunk
-                lines.append(f"        t{k}()" if k == 0 else f"        i = {k}; t{k}()")
-            lines += ["    except Exception as exc:", "        try:", "            error(i, exc)",
-                      "        finally:"] + [f"            {c}" for c in clear_gc] + ["            pass"]
-        # read every output and update value first, then clear cells: the same variable may be read twice
-        results, clears = [], []
-        for k, (cell, must_copy, clear) in enumerate(self.output_plan):
-            ns[f"o{k}"] = cell
-            lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
-            if self._output_is_scalar[k]:
-                lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
-            if clear and not must_copy:
-                clears.append(f"    o{k}[0] = None")
-            results.append(f"r{k}")
-        target_var_types = self._update_types
-        for k, (target, cell, must_copy, clear) in enumerate(self.update_plan):
-            ns[f"s{k}"], ns[f"u{k}"] = target, cell
-            lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
-            if getattr(target_var_types[k], "ndim", 1) == 0 and type(target_var_types[k]) is TensorType:
-                lines.append(f"    if not isinstance(v{k}, ndarray): v{k} = asarray(v{k})")
-            if clear and not must_copy:
-                clears.append(f"    u{k}[0] = None")
-        lines += clears
-        lines += [f"    s{k}[0] = v{k}" for k in range(len(self.update_plan))]
-        lines += [f"    {c}" for c in clear_gc]
-        if self.single:
-            lines.append(f"    return {results[0] if results else 'None'}")
-        else:
-            lines.append(f"    return [{', '.join(results)}]")
-        self.source = "\n".join(lines) + "\n"
-        exec(compile(self.source, f"<coursekit function {self.name}>", "exec"), ns)
-        self._call = ns["call"]
+        """Generate the call as straight-line Python (``f.source``; see ``callgen.py``)."""
+        plan = CallPlan(
+            name=self.name, input_cells=self.input_cells, input_types=self.input_types, thunks=self.thunks,
+            outputs=[(cell, copy, clear, scalar) for (cell, copy, clear), scalar
+                     in zip(self.output_plan, self._output_is_scalar)],
+            updates=[(target, cell, copy, clear, _as_array(t)) for (target, cell, copy, clear), t
+                     in zip(self.update_plan, self._update_types)],
+            gc_cells=self.gc_cells if self.allow_gc else [], single=self.single,
+            filter_input=self._filter_input, thunk_error=self._runtime_error, trust_input=self.trust_input,
+            hooks=self._hooks)
+        self.source, self._call = generate_call(plan)
 
     def __call__(self, *args, **kwargs):
         if kwargs or len(args) != self._n_inputs:
@@ -274,6 +239,11 @@ def _verbose_detail(node):
     from ..printing import debugprint
 
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
+
+
+def _as_array(ttype):
+    """Host 0-d update values are stored as 0-d arrays (NumPy ufuncs give scalars)."""
+    return getattr(ttype, "ndim", 1) == 0 and type(ttype) is TensorType
 
 
 class _LazyText:

@@ -1,0 +1,142 @@
+"""Writing a compiled function's call as straight-line Python (what ``f.source`` shows).
+
+The linker (``linker.py``) decides *what* a call does: which cells to fill,
+which thunks to run, which outputs to copy, which buffers to free.  This
+module writes that down as one Python function with no loops and no
+branches it does not need, because on tiny graphs the interpreter's loop
+and attribute lookups cost more than the arithmetic (W2 of the benchmarks:
+``a + b`` of two scalars).  The text is kept so a student can read exactly
+what a call does.
+
+Installed hooks (:mod:`coursekit.compile.hooks`) are written into the text
+at their places; with no hook the text has no trace of them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..tensor.type import TensorType
+from .hooks import hook_methods
+
+
+@dataclass
+class CallPlan:
+    """Everything the generated call needs, decided by the linker."""
+
+    name: str
+    input_cells: list
+    input_types: list
+    thunks: list
+    outputs: list        # (cell, must_copy, clear_after, as_array) per output
+    updates: list        # (shared cell, value cell, must_copy, clear_after, as_array) per update
+    gc_cells: list       # intermediate buffers freed after the call (empty when allow_gc is off)
+    single: bool
+    filter_input: object  # filter_input(pos, value) -> validated value (raises a clear error)
+    thunk_error: object   # thunk_error(index, exc): raises the error that names the node
+    trust_input: bool = False
+    hooks: list = field(default_factory=list)
+
+
+def generate_call(plan):
+    """(source text, callable) of the call described by ``plan``."""
+    ns = {"ndarray": np.ndarray, "generic": np.generic, "asarray": np.asarray,
+          "filt": plan.filter_input, "error": plan.thunk_error}
+    lines = [f"def call({', '.join(f'a{i}' for i in range(len(plan.input_cells)))}):"]
+    hooks = {event: hook_methods(plan.hooks, event) for event in
+             ("call_started", "thunk_started", "thunk_finished", "call_failed", "call_computed", "call_finished")}
+    args_tuple = "(" + "".join(f"a{i}, " for i in range(len(plan.input_cells))) + ")"
+    lines += _hook_calls(ns, "hs", hooks["call_started"], args_tuple, "    ")
+    lines += _input_lines(ns, plan)
+    clear_gc = []
+    for j, cell in enumerate(plan.gc_cells):
+        ns[f"g{j}"] = cell
+        clear_gc.append(f"g{j}[0] = None")
+    lines += _thunk_lines(ns, plan, hooks, clear_gc)
+    # read every output and update value first, then clear cells: the same variable may be read twice
+    results, values, clears = [], [], []
+    for k, (cell, must_copy, clear, as_array) in enumerate(plan.outputs):
+        ns[f"o{k}"] = cell
+        lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
+        if as_array:
+            lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
+        if clear and not must_copy:
+            clears.append(f"    o{k}[0] = None")
+        results.append(f"r{k}")
+    for k, (target, cell, must_copy, clear, as_array) in enumerate(plan.updates):
+        ns[f"s{k}"], ns[f"u{k}"] = target, cell
+        lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
+        if as_array:
+            lines.append(f"    if not isinstance(v{k}, ndarray): v{k} = asarray(v{k})")
+        if clear and not must_copy:
+            clears.append(f"    u{k}[0] = None")
+        values.append(f"v{k}")
+    if hooks["call_computed"]:
+        computed = f"[{', '.join(results)}], [{', '.join(values)}]"
+        lines += ["    try:"] + _hook_calls(ns, "hc", hooks["call_computed"], computed, "        ")
+        lines += ["    except BaseException:"] + [f"        {c}" for c in clear_gc] + ["        raise"]
+    lines += clears
+    lines += [f"    s{k}[0] = v{k}" for k in range(len(plan.updates))]
+    lines += [f"    {c}" for c in clear_gc]
+    lines += _hook_calls(ns, "hf", hooks["call_finished"], "", "    ")
+    if plan.single:
+        lines.append(f"    return {results[0] if results else 'None'}")
+    else:
+        lines.append(f"    return [{', '.join(results)}]")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<coursekit function {plan.name}>", "exec"), ns)
+    return source, ns["call"]
+
+
+def _hook_calls(ns, prefix, methods, args, indent):
+    lines = []
+    for j, method in enumerate(methods):
+        ns[f"{prefix}{j}"] = method
+        lines.append(f"{indent}{prefix}{j}({args})")
+    return lines
+
+
+def _input_lines(ns, plan):
+    """Fill each input cell; the common case (the exact dtype and ndim) skips the full check."""
+    lines = []
+    for i, (cell, t) in enumerate(zip(plan.input_cells, plan.input_types)):
+        ns[f"c{i}"], ns[f"d{i}"] = cell, t.numpy_dtype
+        if plan.trust_input:
+            lines.append(f"    c{i}[0] = a{i}")
+            continue
+        if type(t) is not TensorType:  # device inputs and custom types: always the full check
+            lines.append(f"    c{i}[0] = filt({i}, a{i})")
+            continue
+        shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")
+        lines += [f"    if type(a{i}) is ndarray and a{i}.dtype is d{i}{shape_ok}:",
+                  f"        c{i}[0] = a{i}"]
+        if t.ndim == 0:
+            lines += [f"    elif isinstance(a{i}, generic) and a{i}.dtype is d{i}:",
+                      f"        c{i}[0] = asarray(a{i})"]
+        lines += ["    else:", f"        c{i}[0] = filt({i}, a{i})"]
+    return lines
+
+
+def _thunk_lines(ns, plan, hooks, clear_gc):
+    """Run every thunk in order; on failure free the buffers and raise the error naming the node."""
+    if not plan.thunks:
+        return []
+    started, finished = hooks["thunk_started"], hooks["thunk_finished"][::-1]
+    for j, method in enumerate(started):
+        ns[f"hb{j}"] = method
+    for j, method in enumerate(finished):
+        ns[f"he{j}"] = method
+    lines = ["    i = 0", "    try:"]
+    for k, thunk in enumerate(plan.thunks):
+        ns[f"t{k}"] = thunk
+        if k:
+            lines.append(f"        i = {k}")
+        lines += [f"        hb{j}({k})" for j in range(len(started))]
+        lines.append(f"        t{k}()")
+        lines += [f"        he{j}({k})" for j in range(len(finished))]
+    lines += ["    except Exception as exc:"]
+    lines += _hook_calls(ns, "hx", hooks["call_failed"], "i, exc", "        ")
+    lines += ["        try:", "            error(i, exc)", "        finally:"]
+    lines += [f"            {c}" for c in clear_gc] + ["            pass"]
+    return lines
