@@ -14,6 +14,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import tensor  # noqa: F401  (import coursekit.tensor as T)
+from . import rewriting  # noqa: F401  (registers the rewrites, and the cost stabilisation grad() uses)
 from .compile import In, Mode, Out, SharedVariable, function, shared  # noqa: F401
 from .config import config  # noqa: F401
 from .graph import Apply, Constant, Op, Type, Variable  # noqa: F401

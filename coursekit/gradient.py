@@ -37,6 +37,23 @@ class UndefinedGrad:
         self.reason = reason
 
 
+_COST_REWRITES = []
+
+
+def register_cost_rewrite(rewrite):
+    """Have ``grad(..., stabilize=True)`` differentiate ``rewrite([cost])[0][0]`` instead of ``cost``.
+
+    ``rewrite(outputs) -> (new_outputs, memo)`` returns a clone of the graph
+    (``memo`` maps ``id(old variable)`` to its clone) whose leaves are the
+    user's own variables.  Differentiation itself knows nothing of graph
+    rewriting: :mod:`coursekit.rewriting` registers its canonicalize and
+    stabilize stages here when it is imported (``import coursekit`` does).
+    """
+    if rewrite not in _COST_REWRITES:
+        _COST_REWRITES.append(rewrite)
+    return rewrite
+
+
 def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
     """The gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
@@ -46,8 +63,8 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     ``'ignore'`` (zeros).  ``known_grads``: ``{var: gradient}`` to start from
     instead of (or besides) ``cost``.  ``stabilize``: differentiate the
     numerically stabilised form of the cost (``log(sigmoid(z))`` as
-    ``-softplus(-z)``, see :mod:`coursekit.rewriting.stabilize`), so the
-    gradient graph has no ``0 * inf`` in it.
+    ``-softplus(-z)``, see :func:`register_cost_rewrite`), so the gradient
+    graph has no ``0 * inf`` in it.
     """
     from .tensor import math as M
     from .tensor.var import as_tensor_variable
@@ -73,10 +90,9 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
         if cost.type.dtype[0] not in "fc":
             raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient")
         if stabilize:
-            from .rewriting.stabilize import stabilize_graph
-
-            (cost,), memo = stabilize_graph([cost])
-            consider_constant = [memo.get(id(v), v) for v in (consider_constant or [])]
+            for rewrite_cost in _COST_REWRITES:
+                (cost,), memo = rewrite_cost([cost])
+                consider_constant = [memo.get(id(v), v) for v in (consider_constant or [])]
         grads[cost] = [M.ones_like(cost)]
         starts.append(cost)
     for var, g in (known_grads or {}).items():

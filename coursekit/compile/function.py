@@ -56,10 +56,8 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     _check_missing_and_unused(input_vars, cloned, outs, on_unused_input)
 
     shared_vars = _collect_shared(cloned, input_vars, upd)
-    fgraph = FunctionGraph(input_vars + shared_vars, cloned)
-    fgraph.n_user_inputs = len(input_vars)
-    fgraph.n_outputs = len(outs)
-    fgraph.update_targets = [target for target, _ in upd]
+    fgraph = FunctionGraph(input_vars + shared_vars, cloned, n_outputs=len(outs),
+                           update_targets=[target for target, _ in upd], n_user_inputs=len(input_vars))
     mode_obj = get_mode(mode)
     start = time.perf_counter()
     mode_obj.rewrite(fgraph)

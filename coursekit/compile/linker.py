@@ -46,7 +46,7 @@ class Function:
         self.single = single
         self.allow_gc = config.allow_gc and not config.linker.endswith("_nogc")  # Theano's vm_nogc/cvm_nogc
         self.trust_input = trust_input
-        self.device = getattr(fgraph, "device_label", "CPU (NumPy)")
+        self.device = fgraph.device_label or "CPU (NumPy)"
         self._allow_downcast = allow_input_downcast
         self._hooks = []
         self._link(fgraph, ins, outs, updates)

@@ -1,39 +1,64 @@
 """Compilation modes: which graph rewrites run before linking.
 
-A mode is a query over the rewrite database (see :mod:`coursekit.rewriting`):
-``FAST_RUN`` applies every stage, ``FAST_COMPILE`` almost none, and
-``DebugMode`` runs the unrewritten graph beside the rewritten one and
-compares them.
+A mode is a query over the rewrite tags (see :mod:`coursekit.rewriting`): a
+rewrite runs when it has one of the ``include`` tags, all the ``require``
+tags and none of the ``exclude`` tags.  Every rewrite is tagged with its
+stage, its name and ``fast_run``; a few also with ``fast_compile``.
+
+* ``FAST_RUN`` includes ``fast_run``: every rewrite;
+* ``FAST_COMPILE`` includes ``fast_compile``: merging duplicates, GPU
+  placement and cutting transfer pairs;
+* ``DebugMode`` runs FAST_RUN and checks it against the unrewritten graph.
+
+``mode.excluding("fusion")``, ``mode.including("stabilize")`` and
+``mode.requiring("gpu")`` make a new mode with the query changed.
 """
 from __future__ import annotations
 
+import copy
+
 
 class Mode:
-    """A named set of rewrite stages to apply."""
+    """A named query over the rewrite tags (``include``: any of, ``require``: all of, ``exclude``: none of).
 
-    def __init__(self, name, stages, include=(), exclude=()):
-        self.name, self.stages = name, tuple(stages)
-        self.include, self.exclude = tuple(include), tuple(exclude)
+    ``Mode("m", ("canonicalize",))`` runs the canonicalize stage only (stage names are tags).
+    """
+
+    def __init__(self, name="custom", include=("fast_run",), exclude=(), require=()):
+        self.name = name
+        self.include, self.exclude, self.require = _tags(include), _tags(exclude), _tags(require)
 
     def rewrite(self, fgraph):
         from ..rewriting import apply_stages
 
         apply_stages(fgraph, self)
 
+    def _changed(self, **fields):
+        new = copy.copy(self)
+        for key, value in fields.items():
+            setattr(new, key, value)
+        return new
+
     def including(self, *tags):
-        return Mode(self.name, self.stages, self.include + tags, self.exclude)
+        return self._changed(include=self.include + tags)
 
     def excluding(self, *tags):
-        return Mode(self.name, self.stages, self.include, self.exclude + tags)
+        return self._changed(exclude=self.exclude + tags)
+
+    def requiring(self, *tags):
+        return self._changed(require=self.require + tags)
 
     def __repr__(self):
         return f"Mode({self.name})"
 
 
-ALL_STAGES = ("canonicalize", "stabilize", "specialize", "fusion", "placement", "transfer")
+def _tags(tags):
+    return (tags,) if isinstance(tags, str) else tuple(tags)
+
+
 MODES = {
-    "FAST_RUN": Mode("FAST_RUN", ALL_STAGES),
-    "FAST_COMPILE": Mode("FAST_COMPILE", ("placement", "transfer")),
+    "FAST_RUN": Mode("FAST_RUN", ("fast_run",)),
+    "FAST_COMPILE": Mode("FAST_COMPILE", ("fast_compile",)),
 }
 
 

@@ -39,8 +39,8 @@ def graph_parts(obj):
         nodes = list(getattr(obj, "nodes", None) or fgraph.toposort())
         outputs = list(fgraph.outputs)
         labels = {}
-        n_out = getattr(fgraph, "n_outputs", len(outputs))
-        for k, target in enumerate(getattr(fgraph, "update_targets", [])):
+        n_out = fgraph.n_outputs
+        for k, target in enumerate(fgraph.update_targets):
             labels[n_out + k] = f"update of {target.name or target}"
         return outputs, nodes, labels
     if isinstance(obj, Apply):

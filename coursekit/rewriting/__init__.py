@@ -2,14 +2,21 @@
 
 A *local* rewrite looks at one Apply node and either returns ``None`` (not
 applicable) or a list of replacement variables, one per output of the node.
-A *global* rewrite looks at the whole graph (merge, fusion, GPU placement)
-and returns how many changes it made.  Rewrites are registered in stages
-that run in this order::
+It declares the op types it ``tracks`` (``tracks=[Elemwise]``): it is only
+shown nodes whose op is one of those, so a pass does not ask every rewrite
+about every node.  A *global* rewrite looks at the whole graph (merge,
+fusion, GPU placement) and returns how many changes it made.  Rewrites are
+registered in stages that run in this order::
 
     canonicalize -> stabilize -> specialize -> fusion -> placement -> transfer
 
-and carry tags; a mode is a query over stages and tags (``FAST_RUN`` runs
-everything, ``FAST_COMPILE`` only what is needed to run at all).
+Every rewrite carries tags: the ones it was registered with, plus its stage,
+its own name, and ``fast_run`` (every registered rewrite is part of the
+default mode).  A mode is a *query* over those tags (:class:`RewriteQuery`):
+a rewrite runs when it has at least one ``include`` tag, every ``require``
+tag and no ``exclude`` tag.  ``FAST_RUN`` includes ``fast_run``;
+``FAST_COMPILE`` includes ``fast_compile`` (merging duplicates, GPU
+placement, cutting transfer pairs: what is needed to run at all, and cheap).
 
 Every rewrite that fires is logged in ``fgraph.rewrite_log`` so lessons and
 tests can show exactly what the compiler did.  A rewrite that raises stops
@@ -36,17 +43,44 @@ class Rewrite:
     fn: object
     kind: str  # "local" or "global"
     tags: tuple = field(default_factory=tuple)
+    tracks: tuple = None  # op classes (or op instances) a local rewrite looks at; None: every node
+
+    @property
+    def all_tags(self):
+        """The tags a query matches: the registered ones, the stage, the name and ``fast_run``."""
+        return frozenset(self.tags) | {self.stage, self.name, "fast_run"}
+
+    def looks_at(self, op):
+        if self.tracks is None:
+            return True
+        return any(isinstance(op, t) if isinstance(t, type) else op == t for t in self.tracks)
+
+
+@dataclass(frozen=True)
+class RewriteQuery:
+    """Which rewrites run: any tag of ``include``, all of ``require``, none of ``exclude``."""
+
+    include: tuple = ("fast_run",)
+    require: tuple = ()
+    exclude: tuple = ()
+
+    def selects(self, rw):
+        tags = rw.all_tags
+        return (any(t in tags for t in self.include) and all(t in tags for t in self.require)
+                and not any(t in tags for t in self.exclude))
 
 
 _DB: dict = {stage: [] for stage in STAGES}
 
 
-def _register(kind, stage, tags, name):
+def _register(kind, stage, tags, name, tracks):
     if stage not in _DB:
         raise ValueError(f"unknown rewrite stage {stage!r}; stages are {STAGES}")
+    if tracks is not None:
+        tracks = tuple(tracks) if isinstance(tracks, (list, tuple)) else (tracks,)
 
     def decorator(fn):
-        rw = Rewrite(name or fn.__name__, stage, fn, kind, tuple(tags))
+        rw = Rewrite(name or fn.__name__, stage, fn, kind, tuple(tags), tracks)
         _DB[stage] = [r for r in _DB[stage] if r.name != rw.name] + [rw]
         fn.rewrite = rw
         return fn
@@ -54,14 +88,18 @@ def _register(kind, stage, tags, name):
     return decorator
 
 
-def local_rewrite(stage, *tags, name=None):
-    """Register ``fn(fgraph, node) -> list of replacements | None`` in ``stage``."""
-    return _register("local", stage, tags, name)
+def local_rewrite(stage, *tags, name=None, tracks=None):
+    """Register ``fn(fgraph, node) -> list of replacements | None`` in ``stage``.
+
+    ``tracks``: the op classes (or ops) whose nodes the rewrite looks at; leave it
+    out only for a rewrite that really concerns every node (constant folding).
+    """
+    return _register("local", stage, tags, name, tracks)
 
 
 def global_rewrite(stage, *tags, name=None):
     """Register ``fn(fgraph) -> number of changes`` in ``stage``."""
-    return _register("global", stage, tags, name)
+    return _register("global", stage, tags, name, None)
 
 
 def registered(stage=None):
@@ -70,22 +108,17 @@ def registered(stage=None):
     return [r for s in stages for r in _DB[s]]
 
 
-def _selected(rw, mode):
-    if rw.name in mode.exclude or any(t in mode.exclude for t in rw.tags):
-        return False
-    return True
+def apply_stages(fgraph, query):
+    """Run, stage by stage and each to a fixed point, the rewrites ``query`` selects.
 
-
-def apply_stages(fgraph, mode):
-    """Run the stages that ``mode`` asks for, each to a fixed point."""
-    _load_rewrite_modules()
-    if not hasattr(fgraph, "rewrite_log"):
-        fgraph.rewrite_log = []
+    ``query``: a :class:`RewriteQuery` or anything with ``include``/``require``/``exclude``
+    (a :class:`coursekit.Mode`).
+    """
+    query = RewriteQuery(tuple(query.include), tuple(getattr(query, "require", ())), tuple(query.exclude))
     for stage in STAGES:
-        if stage not in mode.stages and not any(t == stage for t in mode.include):
-            continue
-        rewrites = [rw for rw in _DB[stage] if _selected(rw, mode)]
-        run_stage(fgraph, stage, rewrites)
+        rewrites = [rw for rw in _DB[stage] if query.selects(rw)]
+        if rewrites:
+            run_stage(fgraph, stage, rewrites)
     return fgraph
 
 
@@ -105,10 +138,18 @@ def run_stage(fgraph, stage, rewrites):
 
 def _local_pass(fgraph, stage, local):
     changed = 0
+    by_op_type = {}  # which rewrites look at an op: decided once per op type (unless one tracks op instances)
+    cacheable = all(rw.tracks is None or all(isinstance(t, type) for t in rw.tracks) for rw in local)
     for node in fgraph.toposort():
         if node not in fgraph.apply_nodes:
             continue
-        for rw in local:
+        key = type(node.op)
+        interested = by_op_type.get(key)
+        if interested is None:
+            interested = [rw for rw in local if rw.looks_at(node.op)]
+            if cacheable:
+                by_op_type[key] = interested
+        for rw in interested:
             replacements = _guard(rw, fgraph, node, lambda rw=rw: rw.fn(fgraph, node))
             if not replacements:
                 continue
@@ -154,13 +195,5 @@ def _check_replacement(rw, old, new):
         raise RewriteError(f"rewrite {rw.name} tried to replace {old} ({old.type}) by {new} ({new.type})")
 
 
-_LOADED = False
-
-
-def _load_rewrite_modules():
-    """Import the modules that register rewrites (once, on first compile)."""
-    global _LOADED
-    if not _LOADED:
-        from . import algebra, basic, blas, fusion, placement, stabilize  # noqa: F401
-
-        _LOADED = True
+# the modules that register rewrites (and, in stabilize, the cost rewrite grad() uses)
+from . import algebra, basic, blas, fusion, placement, stabilize  # noqa: E402,F401

@@ -23,7 +23,7 @@ def _keep(node, var):
     return [with_dtype(var, out.type.dtype)]
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def remove_identity_ops(fgraph, node):
     """x*1, 1*x, x+0, 0+x, x-0, x/1, x**1  ->  x"""
     name = elemwise_name(node)
@@ -41,7 +41,7 @@ def remove_identity_ops(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def double_negation(fgraph, node):
     """-(-x) -> x"""
     if elemwise_name(node) == "neg":
@@ -51,7 +51,7 @@ def double_negation(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def negated_subtraction(fgraph, node):
     """-(a - b) -> b - a ;  (-a) - b -> -(a + b)"""
     name = elemwise_name(node)
@@ -66,7 +66,7 @@ def negated_subtraction(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def useless_cast(fgraph, node):
     """cast(x, dtype of x) -> x ; cast(cast(x)) with a widening inner cast -> one cast"""
     if elemwise_name(node) and node.op.scalar_op.name.startswith("cast"):
@@ -76,7 +76,7 @@ def useless_cast(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "dimshuffle")
+@local_rewrite("canonicalize", "dimshuffle", tracks=[DimShuffle])
 def useless_dimshuffle(fgraph, node):
     """DimShuffle that keeps every axis in place -> its input"""
     if isinstance(node.op, DimShuffle) and node.op.new_order == tuple(range(len(node.op.input_broadcastable))):
@@ -84,7 +84,7 @@ def useless_dimshuffle(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "dimshuffle")
+@local_rewrite("canonicalize", "dimshuffle", tracks=[DimShuffle])
 def merge_dimshuffles(fgraph, node):
     """DimShuffle(DimShuffle(x)) -> one DimShuffle"""
     if not isinstance(node.op, DimShuffle):
@@ -100,7 +100,7 @@ def merge_dimshuffles(fgraph, node):
     return [op(inner.inputs[0])]
 
 
-@local_rewrite("canonicalize", "sigmoid")
+@local_rewrite("canonicalize", "sigmoid", tracks=[Elemwise])
 def recognise_sigmoid(fgraph, node):
     """1 / (1 + exp(t))  ->  sigmoid(-t)   (the tutorial's hand-written logistic)"""
     if elemwise_name(node) != "true_div" or not is_constant(node.inputs[0], 1):
@@ -111,7 +111,7 @@ def recognise_sigmoid(fgraph, node):
     return _keep(node, M.sigmoid(M.neg(exp_node.inputs[0])))
 
 
-@local_rewrite("canonicalize", "sigmoid")
+@local_rewrite("canonicalize", "sigmoid", tracks=[Elemwise])
 def one_minus_sigmoid(fgraph, node):
     """1 - sigmoid(x) -> sigmoid(-x)"""
     if elemwise_name(node) == "sub" and is_constant(node.inputs[0], 1):
@@ -121,7 +121,7 @@ def one_minus_sigmoid(fgraph, node):
     return None
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def fill_of_scalar(fgraph, node):
     """second(x, c) with x a scalar and c a constant -> c (the start of every gradient)"""
     if elemwise_name(node) == "second" and node.inputs[0].type.ndim == 0:
@@ -131,7 +131,7 @@ def fill_of_scalar(fgraph, node):
     return None
 
 
-@local_rewrite("specialize", "algebra")
+@local_rewrite("specialize", "algebra", tracks=[Elemwise])
 def specialise_pow(fgraph, node):
     """x**2 -> sqr(x), x**0.5 -> sqrt(x), x**-1 -> 1/x"""
     if elemwise_name(node) != "pow":
@@ -144,7 +144,7 @@ def specialise_pow(fgraph, node):
     return _keep(node, replacement()) if replacement else None
 
 
-@local_rewrite("canonicalize", "algebra")
+@local_rewrite("canonicalize", "algebra", tracks=[Elemwise])
 def sink_negation(fgraph, node):
     """Move negations outward so they cancel: (-a)*b -> -(a*b), (-a)*(-b) -> a*b,
     a + (-b) -> a - b, a - (-b) -> a + b, (-a)/b -> -(a/b).  Gradients are full of these."""

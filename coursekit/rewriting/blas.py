@@ -11,6 +11,7 @@ import numpy as np
 
 from ..graph import Constant
 from ..tensor.blas import Dot, Gemm, Gemv
+from ..tensor.elemwise import Elemwise
 from ..tensor.var import constant
 from . import local_rewrite
 from .patterns import elemwise_name, scalar_constant, single_client
@@ -39,7 +40,7 @@ def _dot_node(fgraph, var):
     return None
 
 
-@local_rewrite("specialize", "gemm", "blas")
+@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise])
 def dot_plus_to_gemm(fgraph, node):
     """alpha*dot(x, y) + beta*z  (or minus)  ->  Gemm/Gemv(z, alpha, x, y, beta)"""
     name = elemwise_name(node)
@@ -68,7 +69,7 @@ def dot_plus_to_gemm(fgraph, node):
     return None
 
 
-@local_rewrite("specialize", "gemm", "blas", "inplace")
+@local_rewrite("specialize", "gemm", "blas", "inplace", tracks=[Gemm])
 def gemm_inplace(fgraph, node):
     """Let Gemm overwrite ``z`` when nobody else reads it (saves the last copy)."""
     op = node.op

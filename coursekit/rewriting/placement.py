@@ -118,7 +118,7 @@ class _Placer:
 @global_rewrite("placement", "gpu", "fast_compile")
 def place_on_device(fgraph):
     """Decide host or device for every node and insert the transfers (runs once per graph)."""
-    if getattr(fgraph, "placed", False):
+    if fgraph.placed:
         return 0
     fgraph.placed = True
     device = current()
@@ -139,7 +139,7 @@ def place_on_device(fgraph):
     return 0  # the pass is not repeated
 
 
-@local_rewrite("transfer", "gpu", "fast_compile")
+@local_rewrite("transfer", "gpu", "fast_compile", tracks=[GpuFromHost, HostFromGpu])
 def cut_transfer_pairs(fgraph, node):
     """GpuFromHost(HostFromGpu(x)) -> x and HostFromGpu(GpuFromHost(x)) -> x"""
     op = node.op

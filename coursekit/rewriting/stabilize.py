@@ -10,16 +10,19 @@ exactly 0 or 1, and ``log`` returns -inf.  Canonicalisation has already
 turned ``p_1`` into ``sigmoid(z)`` and ``1 - p_1`` into ``sigmoid(-z)``;
 here ``log(sigmoid(z))`` becomes ``-softplus(-z)``, which is finite for
 every finite z.  :func:`stabilize_graph` applies the same rewrites *before*
-differentiation (``grad`` calls it), so the gradients are finite too.
+differentiation (it is registered with
+:func:`coursekit.gradient.register_cost_rewrite`), so the gradients are finite too.
 """
 from __future__ import annotations
 
+from ..gradient import register_cost_rewrite
 from ..tensor import math as M
+from ..tensor.elemwise import Elemwise
 from . import local_rewrite
 from .patterns import elemwise_name, is_constant, one_plus_exp, producer, same_layout
 
 
-@local_rewrite("stabilize", "stabilize")
+@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
 def log_sigmoid(fgraph, node):
     """log(sigmoid(x)) -> -softplus(-x)   (and log(sigmoid(-x)) -> -softplus(x))"""
     if elemwise_name(node) != "log":
@@ -33,7 +36,7 @@ def log_sigmoid(fgraph, node):
     return [result] if same_layout(result, node.outputs[0]) else None
 
 
-@local_rewrite("stabilize", "stabilize")
+@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
 def log_one_minus_sigmoid(fgraph, node):
     """log(1 - sigmoid(x)) -> -softplus(x)"""
     if elemwise_name(node) != "log":
@@ -48,7 +51,7 @@ def log_one_minus_sigmoid(fgraph, node):
     return [result] if same_layout(result, node.outputs[0]) else None
 
 
-@local_rewrite("stabilize", "stabilize")
+@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
 def log_one_plus_exp(fgraph, node):
     """log(1 + exp(x)) and log1p(exp(x)) -> softplus(x)"""
     name = elemwise_name(node)
@@ -64,6 +67,7 @@ def log_one_plus_exp(fgraph, node):
     return [result] if same_layout(result, node.outputs[0]) else None
 
 
+@register_cost_rewrite
 def stabilize_graph(outputs):
     """A clone of ``outputs`` with the canonicalize and stabilize stages applied.
 
@@ -73,12 +77,10 @@ def stabilize_graph(outputs):
     """
     from ..compile.fgraph import FunctionGraph
     from ..graph import clone_replace, graph_inputs
-    from . import _DB, _load_rewrite_modules, run_stage
+    from . import _DB, run_stage
 
-    _load_rewrite_modules()
     cloned, memo = clone_replace(outputs)
     fgraph = FunctionGraph(graph_inputs(cloned), cloned)
-    fgraph.rewrite_log = []
     for stage in ("canonicalize", "stabilize"):
         # no constant folding (it would bake in values), and no shape shortcuts: a shortcut is
         # sound only where its reasoning ("this is computed anyway") holds for the compiled graph
