@@ -13,6 +13,9 @@ at their places; with no hook the text has no trace of them.
 """
 from __future__ import annotations
 
+import functools
+import sys
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,14 +32,17 @@ class CallPlan:
     input_cells: list
     input_types: list
     thunks: list
-    outputs: list        # (cell, must_copy, clear_after, as_array) per output
-    updates: list        # (shared cell, value cell, must_copy, clear_after, as_array) per update
+    outputs: list        # (cell, must_copy, as_array) per output
+    updates: list        # (shared cell, value cell, must_copy, as_array) per update
+    release_cells: list  # cells emptied once the results are read (their buffers are handed out)
     gc_cells: list       # intermediate buffers freed after the call (empty when allow_gc is off)
     single: bool
     filter_input: object  # filter_input(pos, value) -> validated value (raises a clear error)
     thunk_error: object   # thunk_error(index, exc): raises the error that names the node
     trust_input: bool = False
     hooks: list = field(default_factory=list)
+    turn: list = None          # the function's turn (one token): one call at a time, it owns the storage cells
+    update_locks: list = field(default_factory=list)  # locks of the updated shared variables, in order
 
 
 def generate_call(plan):
@@ -54,24 +60,23 @@ def generate_call(plan):
         ns[f"g{j}"] = cell
         clear_gc.append(f"g{j}[0] = None")
     lines += _thunk_lines(ns, plan, hooks, clear_gc)
-    # read every output and update value first, then clear cells: the same variable may be read twice
+    # read every output and update value first, then empty cells: the same buffer may be read twice
     results, values, clears = [], [], []
-    for k, (cell, must_copy, clear, as_array) in enumerate(plan.outputs):
+    for k, (cell, must_copy, as_array) in enumerate(plan.outputs):
         ns[f"o{k}"] = cell
         lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
         if as_array:
             lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
-        if clear and not must_copy:
-            clears.append(f"    o{k}[0] = None")
         results.append(f"r{k}")
-    for k, (target, cell, must_copy, clear, as_array) in enumerate(plan.updates):
+    for k, (target, cell, must_copy, as_array) in enumerate(plan.updates):
         ns[f"s{k}"], ns[f"u{k}"] = target, cell
         lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
         if as_array:
             lines.append(f"    if not isinstance(v{k}, ndarray): v{k} = asarray(v{k})")
-        if clear and not must_copy:
-            clears.append(f"    u{k}[0] = None")
         values.append(f"v{k}")
+    for j, cell in enumerate(plan.release_cells):
+        ns[f"x{j}"] = cell
+        clears.append(f"    x{j}[0] = None")
     if hooks["call_computed"]:
         computed = f"[{', '.join(results)}], [{', '.join(values)}]"
         lines += ["    try:"] + _hook_calls(ns, "hc", hooks["call_computed"], computed, "        ")
@@ -84,9 +89,55 @@ def generate_call(plan):
         lines.append(f"    return {results[0] if results else 'None'}")
     else:
         lines.append(f"    return [{', '.join(results)}]")
+    if plan.turn is not None:
+        lines = lines[:1] + _locked(ns, plan, lines[1:])
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<coursekit function {plan.name}>", "exec"), ns)
     return source, ns["call"]
+
+
+def _locked(ns, plan, body):
+    """``body`` run holding the function's turn (and its updated shared variables' locks).
+
+    A function's turn is a one-element list: a call takes the element
+    (``list.pop`` is atomic in CPython) and puts it back when it ends.  That
+    costs about a third of a ``threading.Lock`` round trip, which matters on
+    tiny graphs (W2).  Only when another call holds the turn does
+    ``wait_turn`` run: it refuses a re-entrant call (this function called from
+    inside itself would wait forever), then waits for the turn.
+    """
+    ns["take"], ns["give_back"] = plan.turn.pop, plan.turn.append
+    ns["wait_turn"] = functools.partial(_wait_turn, plan.turn, ns, plan.name)  # (a partial adds no frame)
+    lines = ["    try:", "        turn = take()", "    except IndexError:", "        turn = wait_turn()", "    try:"]
+    for j, lock in enumerate(plan.update_locks):
+        ns[f"la{j}"], ns[f"lr{j}"] = lock.acquire, lock.release
+        lines.append(f"        la{j}()")
+    if plan.update_locks:
+        lines.append("        try:")
+        lines += ["        " + line for line in body]
+        lines.append("        finally:")
+        lines += [f"            lr{j}()" for j in reversed(range(len(plan.update_locks)))]
+    else:
+        lines += ["    " + line for line in body]
+    lines += ["    finally:", "        give_back(turn)"]
+    return lines
+
+
+def _wait_turn(turn, ns, name):
+    code, frame = ns["call"].__code__, sys._getframe(2)  # the frames above the waiting call itself
+    while frame is not None:
+        if frame.f_code is code:
+            raise RuntimeError(f"function {name} was called from inside one of its own calls (a custom op or a "
+                               "hook calling it back). A compiled function runs one call at a time; compile a "
+                               "second function for the inner call.")
+        frame = frame.f_back
+    pause = 1e-6
+    while True:  # another thread's call is running: poll, backing off up to a millisecond
+        try:
+            return turn.pop()
+        except IndexError:
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
 
 
 def _hook_calls(ns, prefix, methods, args, indent):

@@ -143,6 +143,15 @@ def _normalize_updates(updates):
                 f"the update of shared variable {target.name or target} has type {value.type}, but the variable "
                 f"is {target.type}. Cast the expression (T.cast(expr, '{target.type.dtype}')) or build it with "
                 f"matching dtypes; {_trace_hint(value)}")
+        fixed = [d for d, (t, v) in enumerate(zip(target.type.broadcastable, value.type.broadcastable)) if t and not v]
+        if fixed:
+            raise TypeError(
+                f"the update of shared variable {target.name or target} has type {value.type} (broadcastable "
+                f"{value.type.broadcastable}), but the variable is {target.type} (broadcastable "
+                f"{target.type.broadcastable}): dimension(s) {fixed} of the variable always have length 1, and the "
+                "update could change that. Build the update with the same pattern (a reduction with keepdims=True, "
+                f"or T.specify_shape(expr, shape)), or make the shared variable without broadcastable=...; "
+                f"{_trace_hint(value)}")
         result.append((target, value))
     return result
 

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices.simarray import is_device_array
 from ..graph import Constant, format_trace
 from ..tensor.type import TensorType
+from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import CallPlan, generate_call
 from .sharedvalue import SharedVariable
 
@@ -49,6 +51,9 @@ class Function:
         self.device = fgraph.device_label or "CPU (NumPy)"
         self._allow_downcast = allow_input_downcast
         self._hooks = []
+        self._turn = [True]  # one call at a time: a call owns the storage cells while it runs (callgen.py)
+        containers = sorted({id(t.container): t.container for t, _ in updates}.values(), key=lambda c: c.order)
+        self._update_locks = [c.lock for c in containers]
         self._link(fgraph, ins, outs, updates)
         want_profile = config.profile if profile is None else profile
         self.profile = None
@@ -60,6 +65,7 @@ class Function:
 
     # ------------------------------------------------------------------ link
     def _link(self, fgraph, ins, outs, updates):
+        protect_destroyed_inputs(fgraph, mutable=[i.variable for i in ins if i.mutable])
         nodes = fgraph.toposort()
         self.nodes = nodes
         storage = {}
@@ -75,39 +81,20 @@ class Function:
             if var not in storage:
                 storage[var] = [var.data] if isinstance(var, Constant) else [None]
         self.storage_map = storage
-        self.thunks = [node.op.make_thunk(node, storage) for node in nodes]
+        self.thunks = [_checked_if_custom(node, node.op.make_thunk(node, storage), storage) for node in nodes]
 
         n_out = fgraph.n_outputs
-        out_vars = fgraph.outputs[:n_out]
-        upd_vars = fgraph.outputs[n_out:]
+        out_vars, upd_vars = fgraph.outputs[:n_out], fgraph.outputs[n_out:]
         self.input_cells = [storage[i.variable] for i in ins]
         self.input_types = [i.variable.type for i in ins]
         self.input_specs = ins
         self._n_inputs = len(ins)
-        persistent = _persistent_variables(fgraph)
-        borrowed = {id(v) for v, o in zip(out_vars, outs) if o.borrow}
-
-        # outputs: (cell, must_copy, clear_after)
-        self.output_plan, claimed = [], set()
-        for var, out in zip(out_vars, outs):
-            # borrow=True: the caller accepts an alias of an input, a shared value or a reused buffer
-            alias = not out.borrow and (id(var) in persistent or id(var) in claimed)
-            claimed.add(id(var))
-            self.output_plan.append((storage[var], alias, not out.borrow and not isinstance(var, Constant)
-                                     and id(var) not in persistent))
-        # updates: (shared cell, value cell, must_copy)
-        self._update_types = [target.type for target, _ in updates]
-        self.update_plan = []
-        for (target, _), var in zip(updates, upd_vars):
-            alias = id(var) in persistent or id(var) in claimed or id(var) in borrowed
-            claimed.add(id(var))
-            self.update_plan.append((target.container.storage, storage[var], alias,
-                                     not isinstance(var, Constant) and id(var) not in persistent))
+        outputs, values, self._release_cells, self.gc_cells = plan_results(fgraph, outs, storage, self.allow_gc)
         # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay as they are
-        self._output_is_scalar = [type(v.type) is TensorType and v.type.ndim == 0 for v in out_vars]
-        # buffers to free after the call (allow_gc) -- everything computed, except borrowed outputs
-        keep_ids = borrowed
-        self.gc_cells = [storage[v] for node in nodes for v in node.outputs if id(v) not in keep_ids]
+        self.output_plan = [(cell, copy, type(v.type) is TensorType and v.type.ndim == 0)
+                            for (cell, copy), v in zip(outputs, out_vars)]
+        self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type))
+                            for (target, _), (cell, copy) in zip(updates, values)]
         self._build_call()
 
     # ----------------------------------------------------------------- hooks
@@ -137,13 +124,10 @@ class Function:
         """Generate the call as straight-line Python (``f.source``; see ``callgen.py``)."""
         plan = CallPlan(
             name=self.name, input_cells=self.input_cells, input_types=self.input_types, thunks=self.thunks,
-            outputs=[(cell, copy, clear, scalar) for (cell, copy, clear), scalar
-                     in zip(self.output_plan, self._output_is_scalar)],
-            updates=[(target, cell, copy, clear, _as_array(t)) for (target, cell, copy, clear), t
-                     in zip(self.update_plan, self._update_types)],
-            gc_cells=self.gc_cells if self.allow_gc else [], single=self.single,
+            outputs=self.output_plan, updates=self.update_plan, release_cells=self._release_cells,
+            gc_cells=self.gc_cells, single=self.single,
             filter_input=self._filter_input, thunk_error=self._runtime_error, trust_input=self.trust_input,
-            hooks=self._hooks)
+            hooks=self._hooks, turn=self._turn, update_locks=self._update_locks)
         self.source, self._call = generate_call(plan)
 
     def __call__(self, *args, **kwargs):
@@ -190,11 +174,7 @@ class Function:
                   f"The node was created by your code at: {format_trace(node.trace)}\n"
                   "No shared variable was updated by this call."
                   + _verbose_detail(node))
-        try:
-            new = type(exc)(detail)
-        except Exception:
-            new = RuntimeError(f"{type(exc).__name__}: {detail}")
-        raise new.with_traceback(None) from exc
+        raise _same_kind(exc, detail).with_traceback(None) from exc
 
     # ------------------------------------------------------------ inspection
     def toposort(self):
@@ -258,21 +238,58 @@ class _LazyText:
     __format__ = lambda self, spec: format(str(self), spec)  # noqa: E731
 
 
-def _persistent_variables(fgraph):
-    """Variables whose values outlive a call: inputs, shared, constants, and views of them."""
-    persistent = {id(v) for v in fgraph.inputs}
-    for node in fgraph.toposort():
-        for v in node.inputs:
-            if isinstance(v, Constant):
-                persistent.add(id(v))
-        view_map = getattr(node.op, "view_map", {}) or {}
-        for out_idx, in_idxs in view_map.items():
-            if any(id(node.inputs[i]) in persistent for i in in_idxs):
-                persistent.add(id(node.outputs[out_idx]))
-    for v in fgraph.outputs:
-        if isinstance(v, Constant):
-            persistent.add(id(v))
-        elif v.owner is not None and (getattr(v.owner.op, "view_map", None) or {}).get(v.index):
-            # a view of an internal buffer: that buffer may be reused by the next call
-            persistent.add(id(v))
-    return persistent
+def _same_kind(exc, detail):
+    """An exception the caller can catch as ``exc`` was, carrying ``detail``.
+
+    Some exceptions cannot be built from a message (NumPy's ``_ArrayMemoryError``
+    wants a shape and a dtype): then the nearest base class that can, so a
+    MemoryError still reaches the caller as a MemoryError.
+    """
+    for cls in type(exc).__mro__:
+        try:
+            return cls(f"{type(exc).__name__}: {detail}" if cls is not type(exc) else detail)
+        except Exception:
+            continue
+    return RuntimeError(f"{type(exc).__name__}: {detail}")
+
+
+def _checked_if_custom(node, thunk, storage):
+    """A custom op's thunk, followed by a check of what it wrote against its declared output types.
+
+    The library's own ops are trusted (their tests check them); an op written
+    in a notebook is not, because a wrong dtype or shape would otherwise travel
+    on silently, into a shared variable through an update.  The check is cheap:
+    dtype, number of dimensions, broadcastable lengths, host or device memory.
+    """
+    op = getattr(node.op, "cpu_op", node.op)  # a custom op placed on the GPU
+    if type(op).__module__.split(".")[0] == "coursekit":
+        return thunk
+    outputs = [(k, storage[v], v.type) for k, v in enumerate(node.outputs) if isinstance(v.type, TensorType)]
+
+    def checked_thunk():
+        thunk()
+        for k, cell, ttype in outputs:
+            problem = _output_problem(ttype, cell[0])
+            if problem is not None:
+                raise TypeError(
+                    f"custom op {node.op} produced {problem} for its output {k}, which make_node declared as "
+                    f"{ttype}. Make perform/make_thunk return that type (e.g. .astype('{ttype.dtype}'), a "
+                    "reshape), or declare the type the op really produces in make_node.")
+
+    return checked_thunk
+
+
+def _output_problem(ttype, value):
+    """What is wrong with ``value`` as a value of ``ttype`` (None when nothing is)."""
+    dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
+    if dtype is None or shape is None:
+        return "nothing (None)" if value is None else f"a {type(value).__name__}, not an array"
+    on_device = getattr(ttype, "backend", None) is not None
+    if is_device_array(value) != on_device:
+        return f"a {'host' if on_device else 'device'} array (this output lives in {'device' if on_device else 'host'} memory)"
+    if str(dtype) != ttype.dtype or len(shape) != ttype.ndim:
+        return f"a {dtype} array of shape {tuple(shape)}"
+    wrong = [d for d, (b, n) in enumerate(zip(ttype.broadcastable, shape)) if b and n != 1]
+    if wrong:
+        return f"an array of shape {tuple(shape)} (dimension(s) {wrong} are broadcastable: length 1)"
+    return None

@@ -23,8 +23,14 @@ def store_shared_value(var, value, borrow):
         var.container.storage[0] = host_filter(var, value, borrow)
         return
     if device.is_device_array(value):
-        var.container.storage[0] = var.type.filter(value if borrow else value.copy(),
-                                                   where=f"the value for shared variable {var.name or '<unnamed>'}")
+        where = f"the value for shared variable {var.name or '<unnamed>'}"
+        data = var.type.filter(value, where=where)
+        wrong = [d for d, (b, n) in enumerate(zip(var.type.broadcastable, data.shape)) if b and n != 1]
+        if wrong:
+            raise TypeError(f"{where} has shape {tuple(data.shape)}, but dimension(s) {wrong} of {var.type} are "
+                            "broadcastable (must have length 1). Reshape the value, or make the shared variable "
+                            "without broadcastable=...")
+        var.container.storage[0] = data if borrow else data.copy()
         return
     host = var.type.host_type().filter(value, strict=False, allow_downcast=None,
                                        where=f"the value for shared variable {var.name or '<unnamed>'}")

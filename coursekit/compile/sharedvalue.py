@@ -8,6 +8,9 @@ data stays on the device between calls (that is the lesson of lesson 4).
 """
 from __future__ import annotations
 
+import itertools
+import threading
+
 import numpy as np
 
 from ..devices.simarray import is_device_array
@@ -17,12 +20,21 @@ from ..tensor.var import _TensorMethods
 
 
 class Container:
-    """The storage cell of a shared variable, plus what may be stored in it."""
+    """The storage cell of a shared variable, plus what may be stored in it.
 
-    __slots__ = ("storage", "type", "name")
+    ``lock`` is held by every call of a function that *updates* the variable,
+    from reading it to storing the new value, and by ``set_value``: two threads
+    updating one shared variable take turns, so no update is lost.  ``order``
+    is the order in which a call takes several such locks (always the same
+    order, so two functions cannot each wait for the other).
+    """
+
+    __slots__ = ("storage", "type", "name", "lock", "order")
+    _created = itertools.count()
 
     def __init__(self, type, value, name):
         self.type, self.storage, self.name = type, [value], name
+        self.lock, self.order = threading.RLock(), next(Container._created)
 
     @property
     def value(self):
@@ -55,7 +67,8 @@ class SharedVariable(Variable):
         """Replace the value.  ``borrow=True`` lets coursekit keep your array without copying."""
         from .shared_storage import store_shared_value
 
-        store_shared_value(self, value, borrow)
+        with self.container.lock:  # not in the middle of a call that updates this variable
+            store_shared_value(self, value, borrow)
 
     def clone(self):
         return self
@@ -92,6 +105,11 @@ def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, br
     bcast = tuple(broadcastable) if broadcastable is not None else (False,) * host.ndim
     if len(bcast) != host.ndim:
         raise ValueError(f"shared(): broadcastable has {len(bcast)} entries for a {host.ndim}-d value")
+    wrong = [d for d, (b, n) in enumerate(zip(bcast, host.shape)) if b and n != 1]
+    if wrong:
+        raise ValueError(f"shared(): the value has shape {host.shape}, but broadcastable={bcast} says dimension(s) "
+                         f"{wrong} have length 1. A broadcastable dimension must have length 1 (it is repeated "
+                         "to match the other operand); leave broadcastable out, or reshape the value.")
     storage, ttype = initial_shared_storage(host, TensorType(host.dtype, bcast))
     var = TensorSharedVariable.__new__(TensorSharedVariable)
     Variable.__init__(var, ttype, None, None, name)

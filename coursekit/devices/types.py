@@ -34,8 +34,8 @@ class GpuArrayType(TensorType):
         if not device.is_device_array(value):
             raise TypeError(
                 f"{where} must be an array in {device.label} memory, but it is a {type(value).__name__} on the "
-                "host. Transfer it first with coursekit.devices.to_device(value) (that copy is what the course is "
-                "about), or give the function a host input such as T.fvector('x').")
+                "host. Transfer it first with coursekit.devices.to_device(value) (a host-to-device copy), or give "
+                "the function a host input such as T.fvector('x').")
         if str(value.dtype) != self.dtype:
             raise TypeError(f"{where} is a {value.dtype} device array; this input needs {self.dtype}. "
                             "Cast on the device (x.astype(...)) before calling.")

@@ -112,13 +112,13 @@ class Composite(ScalarOp):
             # a temporary we own, read here for the last time, with this step's dtype, can take the result
             reusable = [r[1] for r in refs if r[0] == "tmp" and last_use.get(r[1]) == j
                         and self.program[r[1]][2] == dtype]
+            if j == final:  # the caller's buffer first (Out(borrow=True) reuses it), else a dead temporary
+                lines += ["    if out is not None:", "        try:", f"            return {call}, out=out)",
+                          "        except (ValueError, TypeError):", "            pass"]
             if reusable:
                 buf = f"t{reusable[0]}"
                 lines += ["    try:", f"        t{j} = {call}, out={buf})",
                           "    except (ValueError, TypeError):  # shape grew, or a 0-d result", f"        t{j} = {call})"]
-            elif j == final:
-                lines += ["    if out is not None:", "        try:", f"            return {call}, out=out)",
-                          "        except (ValueError, TypeError):", "            pass", f"    t{j} = {call})"]
             else:
                 lines.append(f"    t{j} = {call})")
         lines.append(f"    return t{final}")

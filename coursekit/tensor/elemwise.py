@@ -193,7 +193,8 @@ def fits_buffer(out_shape, values, check):
     shapes = [getattr(v, "shape", ()) for v in values]
     if all(s == out_shape for s in shapes):
         return True
-    if any(len(s) != len(out_shape) for s in shapes):
+    shapes = [s for s in shapes if s != ()]  # 0-d operands (one-element constants) broadcast to anything
+    if not shapes or any(len(s) != len(out_shape) for s in shapes):
         return False
     for axis, size in enumerate(out_shape):
         lengths = [s[axis] for s in shapes]
