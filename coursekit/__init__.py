@@ -16,6 +16,7 @@ __version__ = "0.1.0"
 from . import tensor  # noqa: F401  (import coursekit.tensor as T)
 from . import rewriting  # noqa: F401  (registers the rewrites, and the cost stabilisation grad() uses)
 from .compile import In, Mode, Out, SharedVariable, function, shared  # noqa: F401
+from . import debugmode  # noqa: F401,E402  (registers mode="DebugMode")
 from .config import config  # noqa: F401
 from .graph import Apply, Constant, Op, Type, Variable  # noqa: F401
 from .tensor.type import TensorType  # noqa: F401

@@ -21,8 +21,14 @@ from __future__ import annotations
 import numpy as np
 
 from .compile.hooks import LinkerHook
-from .compile.mode import Mode
-from .graph import format_trace
+from .compile.io import Out
+from .compile.linker import Function
+from .compile.mode import Mode, register_mode
+from .config import config
+from .devices.simarray import is_device_array
+from .fgraph import FunctionGraph
+from .graph import clone_replace, format_trace
+from .rewriting import apply_stages
 
 
 class DebugModeError(AssertionError):
@@ -38,10 +44,6 @@ class DebugMode(Mode):
         return "Mode(DebugMode)"
 
     def rewrite(self, fgraph):
-        from .compile.fgraph import FunctionGraph
-        from .graph import clone_replace
-        from .rewriting import apply_stages
-
         apply_stages(fgraph, Mode("stabilize-only", ("canonicalize", "stabilize")))
         reference_outputs, _ = clone_replace(fgraph.outputs)
         # update values are plain outputs of the reference
@@ -50,12 +52,6 @@ class DebugMode(Mode):
 
     def finalize(self, fn):
         """Wrap a compiled Function with the checks described above."""
-        from .compile.io import Out
-        from .compile.linker import Function
-
-        from .config import config
-        from .rewriting import apply_stages
-
         fgraph = fn.maker.fgraph
         reference_graph = fgraph.reference
         placement_only = Mode("reference", ("placement", "transfer"))
@@ -159,12 +155,13 @@ def _where(node):
     return f"{node} (created at {format_trace(node.trace)})"
 
 
-def _on_device(value):
-    from .devices.simarray import is_device_array
-
-    return is_device_array(value)
+_on_device = is_device_array
 
 
 def _finite(value):
     arr = np.asarray(value)
     return arr.dtype.kind not in "fc" or bool(np.isfinite(arr).all())
+
+
+register_mode("DebugMode", DebugMode)
+register_mode("DEBUG_MODE", DebugMode)

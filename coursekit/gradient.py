@@ -20,6 +20,9 @@ import warnings
 import numpy as np
 
 from .graph import Variable, apply_nodes_between, format_trace
+from .tensor import math as M
+from .tensor.type import TensorType
+from .tensor.var import as_tensor_variable
 
 
 class DisconnectedInputError(ValueError):
@@ -66,9 +69,6 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     ``-softplus(-z)``, see :func:`register_cost_rewrite`), so the gradient
     graph has no ``0 * inf`` in it.
     """
-    from .tensor import math as M
-    from .tensor.var import as_tensor_variable
-
     single = not isinstance(wrt, (list, tuple))
     wrt_list = [wrt] if single else list(wrt)
     for i, w in enumerate(wrt_list):
@@ -199,9 +199,7 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
     every output element is checked.  Raises ``AssertionError`` with the
     worst mismatch on failure.
     """
-    from . import function
-    from .tensor import math as M
-    from .tensor.type import TensorType
+    from .compile.function import function  # verify_grad compiles: a testing tool above the compiler
 
     rng = rng or np.random.default_rng(42)
     pt = [np.array(p) for p in pt]

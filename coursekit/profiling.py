@@ -32,7 +32,8 @@ import sys
 import time
 import weakref
 
-from .compile.hooks import LinkerHook
+from . import devices
+from .config import config
 
 KINDS = ("cpu", "gpu", "transfer")
 KIND_NAMES = {"cpu": "CPU", "gpu": "GPU", "transfer": "transfer"}
@@ -63,12 +64,14 @@ def format_bytes(n):
     return f"{n} B"
 
 
-class _FunctionRecord(LinkerHook):
-    """What one compiled function did under a profile: a linker hook summing per-apply times."""
+class _FunctionRecord:
+    """What one compiled function did under a profile: a linker hook summing per-apply times.
+
+    It implements every event of :class:`coursekit.compile.hooks.LinkerHook` (a hook
+    needs the methods, not the base class, so profiling does not import the compiler).
+    """
 
     def __init__(self, fn):
-        from . import devices
-
         self.fn_ref = weakref.ref(fn)
         self.name, self._device = str(getattr(fn, "name", "?")), str(getattr(fn, "device", "?"))
         self.nodes = list(fn.nodes)
@@ -160,8 +163,6 @@ class ProfileStats:
         self._records[id(record)] = record
         fn.add_hook(record)
         if self.atexit_print is None:
-            from .config import config
-
             if config.profile:
                 _print_at_exit_later(self)
         return record

@@ -9,7 +9,7 @@ import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit.compile.fgraph import FunctionGraph
+from coursekit.fgraph import FunctionGraph
 from coursekit.compile.mode import get_mode
 from coursekit.rewriting import RewriteQuery, local_rewrite, registered
 from coursekit.tensor.elemwise import DimShuffle, Elemwise

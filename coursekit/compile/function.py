@@ -14,7 +14,7 @@ import warnings
 from ..config import config
 from ..graph import Constant, Variable, clone_replace, format_trace, graph_inputs, user_trace
 from ..tensor.var import as_tensor_variable
-from .fgraph import FunctionGraph
+from ..fgraph import FunctionGraph
 from .io import In, Out
 from .rebuild import remember
 from .sharedvalue import SharedVariable

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..graph import Variable
+from ..tensor.var import as_tensor_variable
 
 
 class In:
@@ -26,7 +27,5 @@ class Out:
 
     def __init__(self, variable, borrow=False):
         if not isinstance(variable, Variable):
-            from ..tensor.var import as_tensor_variable
-
             variable = as_tensor_variable(variable)
         self.variable, self.borrow = variable, borrow

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import config
 from ..devices.simarray import is_device_array
 from ..graph import Constant, format_trace
+from ..profiling import ProfileStats
 from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import CallPlan, generate_call
@@ -41,8 +43,6 @@ class Function:
 
     def __init__(self, fgraph, ins, outs, single, updates, mode, name, profile=None,
                  allow_input_downcast=None, trust_input=False):
-        from ..config import config
-
         self.maker = FunctionMaker(fgraph, ins, outs, mode)
         self.name = name
         self.single = single
@@ -58,8 +58,6 @@ class Function:
         want_profile = config.profile if profile is None else profile
         self.profile = None
         if want_profile:
-            from ..profiling import ProfileStats
-
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
 
@@ -212,8 +210,6 @@ _MISSING = object()
 
 def _verbose_detail(node):
     """Theano's ``exception_verbosity``: 'high' adds the node's graph, 'low' says how to get it."""
-    from ..config import config
-
     if config.exception_verbosity != "high":
         return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
     from ..printing import debugprint

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import copy
 
+from ..config import config
+from ..rewriting import apply_stages
+
 
 class Mode:
     """A named query over the rewrite tags (``include``: any of, ``require``: all of, ``exclude``: none of).
@@ -29,8 +32,6 @@ class Mode:
         self.include, self.exclude, self.require = _tags(include), _tags(exclude), _tags(require)
 
     def rewrite(self, fgraph):
-        from ..rewriting import apply_stages
-
         apply_stages(fgraph, self)
 
     def _changed(self, **fields):
@@ -62,29 +63,31 @@ MODES = {
 }
 
 
+_FACTORIES = {}  # name -> callable making a new Mode each time (DebugMode registers itself here)
+
+
+def register_mode(name, make):
+    """Let ``mode=name`` (and ``config.mode``) mean ``make()``: a mode that lives in a module above this one."""
+    _FACTORIES[name] = make
+
+
 def get_mode(mode):
     """A Mode from None (config.mode), a name, or a Mode instance."""
-    from ..config import config
-
     if isinstance(mode, Mode):
         return _with_config_tags(mode)
     name = mode or config.mode
-    if name in ("DebugMode", "DEBUG_MODE"):
-        from ..debugmode import DebugMode
-
-        return DebugMode()
+    if name in _FACTORIES:
+        return _FACTORIES[name]()
     if mode is None and name == "FAST_RUN" and config.optimizer in ("fast_compile", "merge", "None", "o1"):
         name = "FAST_COMPILE"  # Theano's optimizer flag chooses the rewrites of the default mode
     try:
         return _with_config_tags(MODES[name])
     except KeyError:
-        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(list(MODES) + ['DebugMode'])}") from None
+        raise ValueError(f"unknown mode {name!r}; choose one of {', '.join(list(MODES) + list(_FACTORIES))}") from None
 
 
 def _with_config_tags(mode):
     """Theano's ``optimizer_excluding``/``optimizer_including`` flags (names or tags, ':'-separated)."""
-    from ..config import config
-
     exclude = tuple(t for t in config.optimizer_excluding.split(":") if t)
     include = tuple(t for t in config.optimizer_including.split(":") if t)
     if exclude:

@@ -6,13 +6,12 @@ function that reads and updates them never moves them across the bus.
 """
 from __future__ import annotations
 
+from ..devices import current
 from ..devices.simarray import is_device_array
 
 
 def initial_shared_storage(host_value, ttype):
     """(storage value, type) for a new shared variable, placed by ``config.device``."""
-    from ..devices import current
-
     return current().initial_shared(host_value, ttype)
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 
+from ..config import config
+
 STAGES = ("canonicalize", "stabilize", "specialize", "fusion", "placement", "transfer")
 MAX_PASSES = 30
 
@@ -169,8 +171,6 @@ def _local_pass(fgraph, stage, local):
 
 
 def _guard(rw, fgraph, node, call):
-    from ..config import config
-
     try:
         return call()
     except RewriteError:

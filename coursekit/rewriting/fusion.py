@@ -19,6 +19,7 @@ import numpy as np
 
 from ..graph import Constant
 from ..tensor.elemwise import Elemwise
+from ..tensor.math import cast
 from ..tensor.scalar import ScalarOp, c_type
 from . import global_rewrite, numba_kernels
 
@@ -326,8 +327,6 @@ def _build_composite(root, members):
     composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs])
     out = Elemwise(composite)(*inputs)
     if out.type != root.outputs[0].type:
-        from ..tensor.math import cast
-
         out = cast(out, root.outputs[0].type.dtype) if out.type.dtype != root.outputs[0].type.dtype else out
     return out
 

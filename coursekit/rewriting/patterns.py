@@ -5,6 +5,7 @@ import numpy as np
 
 from ..graph import Constant
 from ..tensor.elemwise import DimShuffle, Elemwise
+from ..tensor.math import cast
 
 
 def elemwise_name(node):
@@ -53,8 +54,6 @@ def same_layout(a, b):
 
 
 def with_dtype(var, dtype):
-    from ..tensor.math import cast
-
     return var if var.type.dtype == dtype else cast(var, dtype)
 
 

@@ -15,10 +15,12 @@ differentiation (it is registered with
 """
 from __future__ import annotations
 
+from ..fgraph import FunctionGraph
 from ..gradient import register_cost_rewrite
+from ..graph import clone_replace, graph_inputs
 from ..tensor import math as M
 from ..tensor.elemwise import Elemwise
-from . import local_rewrite
+from . import _DB, local_rewrite, run_stage
 from .patterns import elemwise_name, is_constant, one_plus_exp, producer, same_layout
 
 
@@ -75,10 +77,6 @@ def stabilize_graph(outputs):
     Leaves (inputs, shared variables, constants) are kept, so gradients taken
     on the result are gradients with respect to the user's own variables.
     """
-    from ..compile.fgraph import FunctionGraph
-    from ..graph import clone_replace, graph_inputs
-    from . import _DB, run_stage
-
     cloned, memo = clone_replace(outputs)
     fgraph = FunctionGraph(graph_inputs(cloned), cloned)
     for stage in ("canonicalize", "stabilize"):

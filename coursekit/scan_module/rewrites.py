@@ -18,7 +18,7 @@ from ..tensor.type import TensorType
 from .op import Scan
 
 
-@local_rewrite("specialize", "fast_run", "scan", "scan_dot_to_gemm")
+@local_rewrite("specialize", "fast_run", "scan", "scan_dot_to_gemm", tracks=[Scan])
 def scan_dot_to_gemm(fgraph, node):
     """Scan{out[t] = dot(W, x[t])} -> dot(X[:n], W.T); Scan{out[t] = dot(x[t], W)} -> dot(X[:n], W)"""
     op = node.op

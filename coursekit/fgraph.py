@@ -11,7 +11,7 @@ guess with ``getattr(fgraph, ..., default)`` whether another stage ran.
 """
 from __future__ import annotations
 
-from ..graph import apply_nodes_between
+from .graph import apply_nodes_between
 
 
 class FunctionGraph:
