@@ -19,6 +19,8 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "coursekit"
 
+FACADE = "<coursekit>"  # ``coursekit/__init__.py``: it imports every layer, so a module importing it goes up
+
 # Modules that only re-export another package under Theano's import path: their imports do not make
 # their own package depend on the other one (nothing in the package imports them).
 ALIAS_MODULES = {"tensor.shared_randomstreams"}
@@ -35,6 +37,18 @@ LOCAL_IMPORTS = {
     ("tensor", "gradient"): "T.grad re-exports gradient.grad, which sits above tensor: " + UPWARD,
     ("tensor.type", "devices"): "is_device_array for a clear error on device values: " + UPWARD,
     ("compile.linker", "printing"): "Jupyter display and exception_verbosity='high' only: " + LAZY,
+    ("gradient", "rop"): "Rop/Lop re-exported at Theano's path: " + UPWARD,
+    ("tensor", "rop"): "T.Rop/T.Lop re-export: " + UPWARD,
+    ("tensor.var", FACADE): "x.transfer() calls coursekit.gpu_from_host/host_from_gpu: " + UPWARD,
+    ("random.ops", "devices"): DOWNWARD,
+    ("config", "devices"): "config.gpu_model is checked against the presets, which live with the devices: " + UPWARD,
+    ("profiling", "modelled"): "a profile's modelled column: modelled builds on profiling: " + UPWARD,
+    ("__main__", "devices"): "each command-line subcommand loads only what it runs: " + LAZY,
+    ("course.lesson", "modelled"): DOWNWARD,
+    ("printing.html", "devices"): DOWNWARD,
+    ("printing.html", "modelled"): DOWNWARD,
+    ("printing.profile_view", "devices"): DOWNWARD,
+    ("profiling", "devices"): DOWNWARD,
     ("profiling", "printing"): "ProfileStats.summary/_repr_html_/plot render through printing, which sits above: "
                                + UPWARD,
     ("__main__", "course"): "each command-line subcommand loads only what it runs: " + LAZY,
@@ -102,7 +116,13 @@ def _targets(node, module, is_init):
     here = here[: len(here) - (node.level - 1)] if node.level > 1 else here
     if node.module:
         return [".".join(here + [node.module])]
-    return [".".join(here + [a.name]) for a in node.names]
+    return [".".join(here + [a.name]) if _is_module(here + [a.name]) else ".".join(here) or FACADE
+            for a in node.names]
+
+
+def _is_module(parts):
+    path = ROOT.joinpath(*parts)
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
 
 
 def _cross_package(imports):

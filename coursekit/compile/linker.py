@@ -7,15 +7,22 @@ constants get a cell holding their data, and every Apply node becomes a
 output cells.  A call is then: fill inputs, run the thunks in topological
 order, collect outputs, apply updates.
 
-Three promises are kept here:
+Four promises are kept here, whatever ``allow_gc`` says and whatever
+in-place ops (``destroy_map``) or views (``view_map``) the graph holds:
 
 * **no hidden aliasing** — an output never shares memory with an input, a
   shared value or an internal buffer, unless the user asked for it with
-  ``Out(borrow=True)``; then the output buffer *is* reused by the next call;
+  ``Out(borrow=True)``; then the output buffer *is* reused by the next call
+  (``aliasing.py`` decides what is copied, freed, or given a private copy);
 * **atomic updates** — shared variables change only after every output and
   update value of the call was computed, so a failing call changes nothing;
+* **one call at a time** — a function's calls from several threads take
+  turns (each call owns the storage cells while it runs), and a call that
+  updates a shared variable holds that variable's lock from reading it to
+  storing its new value, so no update is lost;
 * **errors point at the user's code** — a failure in a thunk names the op,
-  its input shapes and dtypes, and the line that built the node.
+  its input shapes and dtypes, and the line that built the node; a custom
+  op's outputs are checked against the types its ``make_node`` declared.
 """
 from __future__ import annotations
 
