@@ -103,26 +103,13 @@ def trace_call(fn, *args, calls=3):
     shapes its nodes see.  Like any call it applies the function's updates.
     """
     profile = ProfileStats(name=f"trace of {getattr(fn, 'name', 'a function')}", atexit_print=False)
-    if hasattr(fn, "add_hook"):  # the linker's hooks: the profile's record is one
-        profile.attach(fn)
-        record = profile.records[0]
-        try:
-            for _ in range(max(2, calls)):  # the profiler ignores the first call (warm-up)
-                fn(*args)
-        finally:
-            fn.remove_hook(record)
-        return record
-    old = fn.profile  # before linker hooks: swap the function's profile and regenerate its call
-    fn.profile = profile
-    profile.attach(fn)
-    fn._build_call()
+    record = profile.attach(fn)  # installs the profile's linker hook on fn
     try:
-        for _ in range(max(2, calls)):
+        for _ in range(max(2, calls)):  # the profiler ignores the first call (warm-up)
             fn(*args)
     finally:
-        fn.profile = old
-        fn._build_call()
-    return profile.records[0]
+        fn.remove_hook(record)
+    return record
 
 
 def _device_seconds(record):
