@@ -41,6 +41,17 @@ def test_set_value_checks_the_pattern_of_a_device_array_too():
         w.set_value(np.zeros((4, 3), "float32"))
 
 
+def test_shared_variables_still_pickle_and_copy():
+    import copy
+    import pickle
+
+    w = theano.shared(np.arange(3.0), name="w")
+    for clone in (pickle.loads(pickle.dumps(w)), copy.deepcopy(w)):
+        np.testing.assert_array_equal(clone.get_value(), [0, 1, 2])
+        clone.set_value(np.ones(3))  # its own lock, its own cell
+        np.testing.assert_array_equal(w.get_value(), [0, 1, 2])
+
+
 # ------------------------------------------------------------ custom ops' outputs are checked
 class Float64Square(theano.Op):
     """Declares a float32 vector, returns a float64 matrix: a broken custom op."""

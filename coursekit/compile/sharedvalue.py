@@ -36,6 +36,13 @@ class Container:
         self.type, self.storage, self.name = type, [value], name
         self.lock, self.order = threading.RLock(), next(Container._created)
 
+    def __getstate__(self):  # a lock does not pickle: an unpickled container gets a fresh one
+        return self.type, self.storage, self.name
+
+    def __setstate__(self, state):
+        self.type, self.storage, self.name = state
+        self.lock, self.order = threading.RLock(), next(Container._created)
+
     @property
     def value(self):
         return self.storage[0]
