@@ -10,7 +10,7 @@ import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit.compile.fgraph import FunctionGraph
+from coursekit.fgraph import FunctionGraph
 from coursekit.rewriting.fusion import Composite, fuse_elemwise
 
 
