@@ -109,3 +109,21 @@ def test_output_equal_to_update_value_is_copied(allow_gc):
     f = theano.function([x], w + x, updates={w: w + x})
     out = f(np.ones(3))
     assert not np.shares_memory(out, w.get_value(borrow=True))
+
+
+def test_gemm_results_and_updates_on_the_simulated_gpu_are_not_overwritten(allow_gc):
+    with theano.config.change(device="sim"):
+        A, B, C = T.fmatrix("A"), T.fmatrix("B"), T.fmatrix("C")
+        f = theano.function([A, B, C], T.dot(A, B) + T.exp(C))
+        one = np.ones((2, 2), "float32")
+        first = f(one, one, 0 * one)
+        kept = first.copy()
+        f(one, one, one)
+        np.testing.assert_array_equal(first, kept)
+        w = theano.shared(np.zeros((2, 2), "float32"), name="w")
+        g = theano.function([A, C], T.tanh(C).sum(), updates={w: T.dot(A, A) + T.exp(C)})
+        g(one, 0 * one)
+        held = w.get_value(borrow=True, return_internal_type=True)
+        before = held.get().copy()
+        g(one, one)
+        np.testing.assert_array_equal(held.get(), before)
