@@ -174,7 +174,7 @@ def sink_negation(fgraph, node):
 
 
 
-@local_rewrite("canonicalize", "algebra", "fill")
+@local_rewrite("canonicalize", "algebra", "fill", tracks=[Elemwise])
 def sink_fill(fgraph, node):
     """op(second(a, b), c) -> op(b, c) when c gives the result the same shape; else
     -> second(a, op(b, c)), so the fill moves toward the outputs until something else
@@ -208,7 +208,7 @@ def sink_fill(fgraph, node):
     return None
 
 
-@local_rewrite("specialize", "sigmoid")
+@local_rewrite("specialize", "sigmoid", tracks=[Elemwise])
 def share_sigmoid(fgraph, node):
     """sigmoid(-x) -> 1 - sigmoid(x), when sigmoid(x) is computed anyway (one transcendental,
     not two: the logistic-regression gradient needs both).  coursekit's sigmoid is accurate
@@ -222,7 +222,7 @@ def share_sigmoid(fgraph, node):
     return _keep(node, M.sub(1, twin.outputs[0])) if twin is not None else None
 
 
-@local_rewrite("specialize", "softplus", "fusion")  # pays only when fused: excluded with fusion
+@local_rewrite("specialize", "softplus", "fusion", tracks=[Elemwise])  # pays only when fused: excluded with fusion
 def share_softplus(fgraph, node):
     """softplus(x) and softplus(-x) both in the graph -> each as max(+-x, 0) + log1p(exp(-|x|)),
     so the expensive part is one shared node (the logistic loss needs both).  These are the

@@ -85,7 +85,7 @@ def gemm_inplace(fgraph, node):
     return [type(op)(inplace=True)(*node.inputs)]
 
 
-@local_rewrite("specialize", "gemm", "blas")
+@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise])
 def fold_into_gemv(fgraph, node):
     """u - c*Gemv(u, alpha, x, y, beta)  ->  Gemv(u, -c*alpha, x, y, 1 - c*beta)   (and with +)
 

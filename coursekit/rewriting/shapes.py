@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from ..graph import Apply, Op
 from ..tensor.elemwise import Elemwise
+from ..tensor.reduction import NumElements
+from ..tensor.shape import Shape
 from . import local_rewrite
 from .patterns import elemwise_name
 
@@ -56,7 +58,7 @@ class CheckedShape(Op):
         return [None] * len(inputs)
 
 
-@local_rewrite("canonicalize", "algebra", "shape")
+@local_rewrite("canonicalize", "algebra", "shape", tracks=[Shape, NumElements])
 def shape_of_elemwise(fgraph, node):
     """NumElements(op(x, y)) -> NumElements(x) (and the same for Shape) when x alone has the
     output's length along the axes that matter and that cannot hide a shape error; when the
