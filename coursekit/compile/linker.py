@@ -287,7 +287,7 @@ def _output_problem(ttype, value):
     dtype, shape = getattr(value, "dtype", None), getattr(value, "shape", None)
     if dtype is None or shape is None:
         return "nothing (None)" if value is None else f"a {type(value).__name__}, not an array"
-    on_device = getattr(ttype, "backend", None) is not None
+    on_device = getattr(ttype, "device", None) is not None  # a GpuArrayType names its Device
     if is_device_array(value) != on_device:
         return f"a {'host' if on_device else 'device'} array (this output lives in {'device' if on_device else 'host'} memory)"
     if str(dtype) != ttype.dtype or len(shape) != ttype.ndim:
