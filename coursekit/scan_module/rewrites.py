@@ -49,7 +49,7 @@ def scan_dot_to_gemm(fgraph, node):
     return [result]
 
 
-@local_rewrite("specialize", "fast_run", "scan", "scan_pushout_seq_dot")
+@local_rewrite("specialize", "fast_run", "scan", "scan_pushout_seq_dot", tracks=[Scan])
 def scan_pushout_seq_dot(fgraph, node):
     """dot(x[t], W) inside a loop, with x a sequence and W a non-sequence, is row t of dot(X, W):
     compute that one GEMM before the loop and hand the loop its rows (Theano's push-out of sequence ops).
