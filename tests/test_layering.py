@@ -48,6 +48,7 @@ LOCAL_IMPORTS = {
     ("__main__", "devices"): "each command-line subcommand loads only what it runs: " + LAZY,
     ("__main__", "config"): "each command-line subcommand loads only what it runs: " + LAZY,
     ("course.lesson", "modelled"): DOWNWARD,
+    ("course.lesson", "profiling"): DOWNWARD,
     ("printing.html", "modelled"): DOWNWARD,
     ("printing.profile_view", "devices"): DOWNWARD,
     ("profiling", "devices"): DOWNWARD,
