@@ -217,16 +217,23 @@ class Scan(Op):
             buffers[k] = xp.empty((depths[k] + n,) + tuple(init.shape[1:]), dtype=dtype)
             buffers[k][:depths[k]] = init[:depths[k]]
         tap_plan = [(buffers[k], depths[k], info.taps[k]) for k in info.recurrent]
+        on_host = wrap is None
         wrap = wrap or _same
         states = [wrap(v) for v in states]
         nonseqs = [wrap(v) for v in nonseqs]
         n_outs, n_shared = info.n_outs, info.n_shared
         steps_done = n
         for t in range(n):
-            args = [wrap(s[t, ...]) for s in seqs]  # [t, ...] gives 0-d arrays, never NumPy scalars
-            for buf, depth, taps in tap_plan:
-                base = depth + t
-                args.extend(wrap(buf[base + tap, ...]) for tap in taps)
+            if on_host:  # the hot path: no conversion calls
+                args = [s[t, ...] for s in seqs]  # [t, ...] gives 0-d arrays, never NumPy scalars
+                for buf, depth, taps in tap_plan:
+                    base = depth + t
+                    args.extend([buf[base + tap, ...] for tap in taps])
+            else:
+                args = [wrap(s[t, ...]) for s in seqs]
+                for buf, depth, taps in tap_plan:
+                    base = depth + t
+                    args.extend([wrap(buf[base + tap, ...]) for tap in taps])
             args.extend(states)
             args.extend(nonseqs)
             results = fn(*args)
