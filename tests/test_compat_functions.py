@@ -65,3 +65,32 @@ def test_an_op_with_theanos_five_argument_make_thunk_runs():
     x = T.fmatrix("x")
     f = theano.function([x], DoubleOp()(x) + 1)
     np.testing.assert_array_equal(f(np.ones((2, 3), "float32")), np.full((2, 3), 3.0))
+
+
+def test_theanos_mode_arguments_and_monitor_mode(capsys):
+    x = T.dvector("x")
+    y = T.log(x) * x
+    fast = theano.function([x], y * 1, mode=theano.Mode(linker="cvm", optimizer="fast_run"))
+    plain = theano.function([x], y * 1, mode=theano.Mode(linker="py", optimizer=None))
+    assert len(plain.toposort()) > len(fast.toposort())  # no algebra rewrites without an optimizer
+    nogc = theano.function([x], y, mode=theano.Mode(linker="vm_nogc"))
+    assert nogc.allow_gc is False
+    with pytest.raises(ValueError, match="linker names"):
+        theano.Mode(linker="jit")
+
+    seen = []
+
+    def detect_nan(i, node, fn):
+        for output in fn.outputs:
+            if np.isnan(output[0]).any():
+                seen.append((i, str(node.op)))
+
+    f = theano.function([x], y, mode=theano.compile.MonitorMode(post_func=detect_nan))
+    with np.errstate(all="ignore"):
+        f(np.array([1.0, 0.0]))  # log(0) * 0 is NaN
+    assert seen and "mul" in seen[-1][1]
+    before = []
+    g = theano.function([x], y, mode=theano.compile.MonitorMode(pre_func=lambda i, node, fn: before.append(
+        [c[0] is not None for c in fn.inputs])))
+    g(np.array([2.0]))
+    assert before and all(all(flags) for flags in before)  # every input is ready before its node runs

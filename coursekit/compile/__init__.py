@@ -27,4 +27,5 @@ use), ``io.py`` (``In``/``Out``), ``sharedvalue.py`` and ``shared_storage.py``
 from .function import MissingInputError, UnusedInputError, function  # noqa: F401
 from .io import In, Out  # noqa: F401
 from .mode import Mode, get_mode  # noqa: F401
+from .monitormode import MonitorMode  # noqa: F401
 from .sharedvalue import SharedVariable, shared  # noqa: F401

@@ -53,7 +53,8 @@ class Function:
         self.maker = FunctionMaker(fgraph, ins, outs, mode)
         self.name = name
         self.single = single
-        self.allow_gc = config.allow_gc and not config.linker.endswith("_nogc")  # Theano's vm_nogc/cvm_nogc
+        linker_name = getattr(mode, "linker", None) or config.linker
+        self.allow_gc = config.allow_gc and not linker_name.endswith("_nogc")  # Theano's vm_nogc/cvm_nogc
         self.trust_input = trust_input
         self.device = fgraph.device_label or "CPU (NumPy)"
         self._allow_downcast = allow_input_downcast

@@ -27,7 +27,23 @@ class Mode:
     ``Mode("m", ("canonicalize",))`` runs the canonicalize stage only (stage names are tags).
     """
 
-    def __init__(self, name="custom", include=("fast_run",), exclude=(), require=()):
+    def __init__(self, name="custom", include=("fast_run",), exclude=(), require=(), *, linker=None,
+                 optimizer="default"):
+        """``linker`` and ``optimizer`` are Theano's: ``Mode(linker='py', optimizer='fast_compile')``.
+
+        ``optimizer``: ``'fast_run'`` (or ``'default'``, ``'o1'``-``'o4'``) keeps ``include``;
+        ``'fast_compile'``, ``'merge'`` and ``None`` select the fast_compile rewrites (merging,
+        placement on the device, cutting transfer pairs: what a graph needs to run at all).
+        ``linker``: Theano's names are accepted; coursekit has one linker (Python thunks), and the
+        ``_nogc`` names keep intermediate buffers between calls (``allow_gc=False``).
+        """
+        if optimizer in ("fast_compile", "merge", None, "None"):
+            include = ("fast_compile",)
+        elif optimizer not in ("default", "fast_run", "o1", "o2", "o3", "o4"):
+            raise ValueError(f"Mode(optimizer={optimizer!r}): use 'fast_run', 'fast_compile', 'merge' or None")
+        if linker is not None and linker not in LINKERS:
+            raise ValueError(f"Mode(linker={linker!r}): use one of Theano's linker names {LINKERS}")
+        self.linker, self.optimizer = linker, optimizer
         self.name = name
         self.include, self.exclude, self.require = _tags(include), _tags(exclude), _tags(require)
 
@@ -51,6 +67,9 @@ class Mode:
 
     def __repr__(self):
         return f"Mode({self.name})"
+
+
+LINKERS = ("cvm", "vm", "py", "c", "c|py", "cvm_nogc", "vm_nogc", "c|py_nogc")
 
 
 def _tags(tags):
