@@ -66,20 +66,13 @@ class GpuOp(Op):
         return Apply(self, list(inputs), outputs)
 
     def make_thunk(self, node, storage_map):
-        run = self._runner(node)
-        in_cells = [storage_map[v] for v in node.inputs]
-        out_cells = [storage_map[v] for v in node.outputs]
-
-        def thunk():
-            run([c[0] for c in in_cells], out_cells)
-
-        return thunk
+        return self._thunk(node, [storage_map[v] for v in node.inputs], [storage_map[v] for v in node.outputs])
 
     def perform(self, node, inputs, output_storage):
-        self._runner(node)(inputs, output_storage)
+        self._thunk(node, [[v] for v in inputs], output_storage)()
 
-    def _runner(self, node):
-        """``run(values, output_storage)`` over device arrays: the one marshalling of a twin's arguments.
+    def _thunk(self, node, in_cells, out_cells):
+        """The one marshalling of a twin's arguments, as a thunk over storage cells.
 
         Device inputs are unwrapped to ``xp`` arrays, host inputs pass as they
         are; the previous output buffers are handed to the kernel (it reuses
@@ -87,19 +80,19 @@ class GpuOp(Op):
         """
         device = self.target
         kernel = self.cpu_op.device_kernel(device, node)
-        on_device = [isinstance(v.type, GpuArrayType) for v in node.inputs]
+        cells = [(c, isinstance(v.type, GpuArrayType)) for c, v in zip(in_cells, node.inputs)]
         unwrap, wrap, is_mine = device.unwrap, device.wrap, device.is_device_array
 
-        def run(values, output_storage):
-            args = [unwrap(v) if d else v for v, d in zip(values, on_device)]
-            previous = [unwrap(c[0]) if is_mine(c[0]) else None for c in output_storage]
+        def thunk():
+            args = [unwrap(c[0]) if on_device else c[0] for c, on_device in cells]
+            previous = [unwrap(c[0]) if is_mine(c[0]) else None for c in out_cells]
             results = [[p] for p in previous]
             kernel(args, results)
-            for cell, old, (new,) in zip(output_storage, previous, results):
+            for cell, old, (new,) in zip(out_cells, previous, results):
                 if new is not old:
                     cell[0] = wrap(new)
 
-        return run
+        return thunk
 
 
 _TWINS: dict = {}

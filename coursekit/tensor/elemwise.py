@@ -63,18 +63,8 @@ class Elemwise(XpOp):
     def device_kernel(self, device, node):
         """The device's generated kernel for the scalar op (ONE CUDA kernel on a GPU, NumPy ufuncs on sim)."""
         kernel = device.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype)
-        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v)]
-        run = elementwise_runner(kernel, node, device.xp, scalars)
-        if device.xp is np or not scalars:
-            return run
-
-        def with_scalar_arguments(inputs, output_storage):  # a GPU kernel takes host constants as numbers
-            inputs = list(inputs)
-            for k in scalars:
-                inputs[k] = inputs[k].reshape(()).item()
-            run(inputs, output_storage)
-
-        return with_scalar_arguments
+        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v)] if device.xp is not np else ()
+        return elementwise_runner(kernel, node, device.xp, scalars)
 
     def perform(self, node, inputs, output_storage):
         elementwise_runner(self.scalar_op.impl, node)(inputs, output_storage)
@@ -146,23 +136,32 @@ def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
     The one place (besides the CPU thunk's specialised closures) that decides
     whether the previous output buffer can take the result: when it fits
     (:func:`fits_buffer`) the kernel writes into it, else it allocates.
-    ``scalar_positions``: inputs passed as scalars, which do not shape the result.
+    ``scalar_positions``: one-element host constants that the kernel takes as
+    Python numbers (a GPU kernel's scalar arguments).
     """
     check = _broadcast_checker(node)
-    array_positions = [k for k in range(len(node.inputs)) if k not in scalar_positions]
     ndarray, asarray = xp.ndarray, xp.asarray
+    if scalar_positions:
+        array_kernel = kernel
+
+        def kernel(*args, out=None):
+            args = list(args)
+            for k in scalar_positions:
+                args[k] = args[k].reshape(()).item()
+            return array_kernel(*args) if out is None else array_kernel(*args, out=out)
 
     def run(inputs, output_storage):
         cell = output_storage[0]
         out = cell[0]
-        arrays = [inputs[k] for k in array_positions]
-        if out is not None and fits_buffer(out.shape, arrays, lambda values, shape: check(inputs, shape)):
+        if out is not None and fits_buffer(out.shape, inputs, check):
             cell[0] = kernel(*inputs, out=out)  # keep what it returns: a fused Composite may use its own buffer
             return
         result = kernel(*inputs)
         cell[0] = result = result if type(result) is ndarray else asarray(result)  # 0-d: ufuncs give scalars
-        if any(getattr(a, "shape", ()) != result.shape for a in arrays):
-            check(inputs, result.shape)
+        for value in inputs:
+            if getattr(value, "shape", ()) != result.shape:
+                check(inputs, result.shape)
+                break
 
     return run
 
