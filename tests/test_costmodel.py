@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import coursekit as theano
 import coursekit.tensor as T
@@ -382,3 +384,18 @@ def test_copies_cancel_the_advantage_of_one_elementwise_op():
             assert 2 * m.transfer_time(4 * n) > 2 * (kernel.launch + kernel.kernel), (key, n)
             big = n == 10 ** 7  # large enough: the kernel runs near the achievable bandwidth
             assert not big or 8 * n / kernel.kernel > 0.7 * m.spec.memory_bandwidth
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.sampled_from(sorted(presets.PRESETS)), n=st.integers(1, 10 ** 8), k=st.integers(2, 8),
+       pool=st.booleans())
+def test_more_work_never_takes_less_time(key, n, k, pool):
+    """Monotone in the work: k times the elements, bytes or FLOPs never model as faster."""
+    m = costmodel.CostModel(key, memory_pool=pool)
+    exp = elemwise_op("exp").scalar_op
+    small, big = (m.cost(work.elementwise_work(exp, [(s,)], ["float32"], "float32"), allocations=1)
+                  for s in (n, k * n))
+    assert 0 < small.total <= big.total
+    assert small.total == pytest.approx(small.launch + small.kernel + small.transfer + small.alloc)
+    assert m.transfer_time(4 * n) < m.transfer_time(4 * k * n)
+    assert m.transfer_time(4 * n, pinned=True) <= m.transfer_time(4 * n, pinned=False)
