@@ -134,6 +134,21 @@ def predict_call(fn, *args, model=None, calls=6):
     return call
 
 
+def predict_scaled(fn, *args, sizes, model=None):
+    """Modelled device work of ``fn`` as if the axes of ``args`` were larger: run small, price big.
+
+    ``sizes`` maps an axis length of the run to the length to price, e.g.
+    ``{256: 1000}`` prices a call on 1000 x 1000 matrices after running it on
+    256 x 256 ones: every axis of length 256 that any node sees becomes 1000.
+    Use lengths that occur only where you mean them (256, not 1).  Nothing is
+    measured at the priced size, so the result has no host part.
+    """
+    record = trace_call(fn, *args, calls=2)
+    info = [None if entry is None else [(None if shape is None else tuple(sizes.get(d, d) for d in shape), dtype)
+                                        for shape, dtype in entry] for entry in record.input_info]
+    return price_nodes(record.nodes, info, fn, model)
+
+
 def _host_seconds(record):
     if not record.timed_calls:
         return None

@@ -226,6 +226,14 @@ def test_matpalm_three_variants_rank_and_transfer_share_as_he_measured(sim):
     assert gemm.kernel == pytest.approx((2e9 + 2e6) / (1581.1e9 * 0.75), rel=1e-9)
 
 
+def test_predict_scaled_prices_the_seed_size_after_a_small_run(sim):
+    gtx580 = costmodel.CostModel("gtx580")
+    for name, (fn, args) in matpalm_variants(8).items():
+        scaled = modelled.predict_scaled(fn, *args, sizes={8: 1000}, model=gtx580)
+        assert scaled.host is None
+        assert scaled.device == pytest.approx(priced_at(fn, args, 1000, gtx580).device), name
+
+
 def test_lesson_sizes_show_the_lessons_effects_on_the_default_card(sim):
     """COURSEKIT_SIZE=small (n = 256 in lesson 4): the modelled effects do not depend on the machine."""
     model = costmodel.model()  # config.gpu_model's default preset
