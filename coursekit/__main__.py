@@ -63,6 +63,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course.grader import grade
     from coursekit.course.report import number, write_reports
+    from coursekit.course.sandbox import detect
 
     try:
         scores, warnings = grade(
@@ -78,7 +79,11 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    csv_path, md_path = write_reports(scores, args.out, warnings)
+    guard = detect()
+    print(f"isolation: {guard.label}", file=sys.stderr)
+    for line in guard.describe():
+        print(f"  {line}", file=sys.stderr)
+    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe())
     students = len({s.student for s in scores})
     got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
     print(f"graded {students} students: {number(got)}/{number(out_of)} points in all.")

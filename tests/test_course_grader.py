@@ -20,7 +20,7 @@ from coursekit.course.exercises import make_exercise
 from coursekit.course.grader import Reference, find_submissions, restore_graded
 from coursekit.course.graded import graded_cells
 from coursekit.course.report import summary_markdown
-from coursekit.course.runner import run_notebook
+from coursekit.course.runner import protection, run_notebook
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 NAME = "01_fixture"
@@ -124,7 +124,8 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
 
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student", "notebook", "cell_id", "points", "max_points", "reason"]
+    assert list(rows[0]) == ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection"]
+    assert all(row["protection"] == protection().label for row in rows if row["reason"] != "missing notebook")
     got = {(r["student"], r["cell_id"]): r for r in rows}
     assert {student for student, _ in got} == set(EXPECTED)
     for student, cells in EXPECTED.items():
@@ -140,6 +141,7 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
     assert "| correct | 6 | 6 |" in summary and "| crash | 2 | 2 |" in summary
     assert "**infinite_loop** · `01_fixture` · `softplus` (0/2): timeout after 3s" in summary
     assert "ignored notes.txt" in summary
+    assert "## How each run was isolated" in summary
     assert (tmp_path / "executed" / "crash" / f"{NAME}.ipynb").exists()
     assert "wrote" in capsys.readouterr().out
 

@@ -15,10 +15,9 @@ For every (student, notebook) pair the grader
 The reference is normally ``exercises/``: its graded cells are identical to those of
 ``solutions/`` (the generator guarantees it) and it is what the students were given.
 
-What the grader does not protect against: student code runs in the same kernel as the checks, so a
-determined student could, say, monkeypatch ``numpy.allclose`` before a graded cell. Read the
-executed notebooks (``--executed``) of surprising scores. It also does not sandbox the student's
-code: run it as an unprivileged user, or in a container.
+Each run is isolated with the operating system's tools where the machine offers them (bubblewrap,
+cgroups, resource limits: see :mod:`coursekit.course.sandbox`); the score table says, per row,
+which protections the run had, and the Markdown summary lists what was and was not enforced.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ class Score:
     points: float
     max_points: float
     reason: str
+    protection: str = ""     # what isolated the run (see coursekit.course.sandbox), "" if never run
 
 
 @dataclass
@@ -223,7 +223,7 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
             continue
         outcome = run.outcome(where[cell.id])
         scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
-                            cell.points, outcome.reason))
+                            cell.points, outcome.reason, run.protection))
     return scores
 
 

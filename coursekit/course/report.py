@@ -3,7 +3,7 @@
 The CSV has one row per (student, notebook, graded cell) with the reason for every score, so that
 any number can be traced back to what happened. The Markdown file sits next to it (same name,
 ``.md``): a student × notebook table with totals, then every lost point with its reason, then the
-grader's warnings (ignored or ambiguous files).
+grader's warnings (ignored or ambiguous files), then how the runs were isolated.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import csv
 import re
 from pathlib import Path
 
-COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason"]
+COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection"]
 
 
 def number(value) -> str:
@@ -27,7 +27,8 @@ def write_csv(scores, path) -> Path:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         for s in scores:
-            writer.writerow([s.student, s.notebook, s.cell_id, number(s.points), number(s.max_points), s.reason])
+            writer.writerow([s.student, s.notebook, s.cell_id, number(s.points), number(s.max_points), s.reason,
+                             s.protection])
     return path
 
 
@@ -46,7 +47,7 @@ def _cell(text: str) -> str:
     return _md(text)
 
 
-def summary_markdown(scores, warnings=()) -> str:
+def summary_markdown(scores, warnings=(), protection=()) -> str:
     """The Markdown summary (see the module docstring)."""
     notebooks = list(dict.fromkeys(s.notebook for s in scores))
     students = list(dict.fromkeys(s.student for s in scores))
@@ -77,12 +78,14 @@ def summary_markdown(scores, warnings=()) -> str:
         )
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in warnings]
+    if protection:
+        lines += ["", "## How each run was isolated", ""] + [f"- {_md(p)}" for p in protection]
     return "\n".join(lines) + "\n"
 
 
-def write_reports(scores, csv_path, warnings=()) -> tuple[Path, Path]:
+def write_reports(scores, csv_path, warnings=(), protection=()) -> tuple[Path, Path]:
     """Write the CSV and the Markdown summary next to it; return both paths."""
     csv_path = write_csv(scores, csv_path)
     md_path = csv_path.with_suffix(".md")
-    md_path.write_text(summary_markdown(scores, warnings), encoding="utf-8")
+    md_path.write_text(summary_markdown(scores, warnings, protection), encoding="utf-8")
     return csv_path, md_path

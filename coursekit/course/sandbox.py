@@ -1,0 +1,400 @@
+"""Run a student's Jupyter kernel where it can see and harm nothing but its own run.
+
+The grader runs code written to win points. This module wraps the command that starts the kernel
+so that, with the operating system's own tools:
+
+* **bubblewrap** (``bwrap``, Linux; needs user namespaces or root): the kernel gets a private
+  filesystem view — the system's programs and libraries read-only, the Python installation and
+  *only the coursekit package* (never the repository: no ``solutions/``), a private ``/tmp`` and
+  its own working directory, nothing else: no submissions folder, no other student, no reference,
+  no grader state. It gets a private process-ID namespace (it cannot see or signal the grader,
+  and every process it starts, daemons and new sessions included, dies with it), no network
+  (only a loopback of its own) and its own IPC namespace.
+* **cgroups** (Linux, when the grader may create them, e.g. as root or with a delegated cgroup):
+  a hard memory limit and a process-count limit for the whole run, and a sweep that kills every
+  process of the run at its end.
+* **resource limits** everywhere (POSIX): CPU seconds, file size, no core files; the process
+  count (``RLIMIT_NPROC``) where it means something (not for root). Memory is limited by the
+  cgroup, or else by the runner polling the run's resident memory (see ``memory_in_use``):
+  ``RLIMIT_AS`` would break AddressSanitizer, which checked CUDA launches use.
+
+:func:`detect` says which of these this machine gives (it tries them once); the grader writes
+that description into its report. This file imports only the standard library: the runner
+starts it by path (``python -I -S sandbox.py exec ...``) as the first link of the kernel's
+command, where it applies the limits and then ``exec``s bubblewrap or the kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+LIBRARY_MOUNT = "/opt/coursekit"        # inside the sandbox: the coursekit package, read-only
+HOME_MOUNT = "/home/student"            # inside the sandbox: the kernel's working directory
+PACKAGE_DIR = Path(__file__).resolve().parents[1]          # .../coursekit
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one (student, notebook) run may use. Environment ``COURSEKIT_GRADE_MEMORY_MB`` etc."""
+
+    memory_mb: int = int(os.environ.get("COURSEKIT_GRADE_MEMORY_MB", "3072"))
+    cpu_seconds: int = int(os.environ.get("COURSEKIT_GRADE_CPU_SECONDS", "900"))
+    processes: int = int(os.environ.get("COURSEKIT_GRADE_PROCESSES", "256"))
+    file_mb: int = int(os.environ.get("COURSEKIT_GRADE_FILE_MB", "256"))
+
+
+@dataclass(frozen=True)
+class Protection:
+    """Which protections a run gets on this machine, in words fit for the grader's report."""
+
+    bubblewrap: bool
+    cgroup: str | None                   # "v1", "v2" or None
+    nproc_limit: bool                    # RLIMIT_NPROC is enforced (not root)
+    missing: tuple[str, ...] = field(default=())
+
+    @property
+    def label(self) -> str:
+        parts = ["bubblewrap" if self.bubblewrap else "no sandbox"]
+        parts.append(f"cgroup {self.cgroup}" if self.cgroup else "no cgroup")
+        parts.append("rlimits")
+        return " + ".join(parts)
+
+    def describe(self) -> list[str]:
+        have = []
+        if self.bubblewrap:
+            have.append("private filesystem view (system and Python read-only, the coursekit package "
+                        "only, no repository, no submissions), own PID namespace, no network")
+        if self.cgroup:
+            have.append(f"cgroup {self.cgroup}: memory and process-count limits, end-of-run kill sweep")
+        else:
+            have.append("memory limit by polling the run's resident memory (no cgroup)")
+        have.append("rlimits: CPU time, file size, no core files"
+                    + (", process count" if self.nproc_limit or self.cgroup else ""))
+        return have + [f"NOT enforced: {m}" for m in self.missing]
+
+
+# --------------------------------------------------------------------------------------------
+# Detection (done once per grader process).
+
+
+@functools.lru_cache(maxsize=None)
+def detect() -> Protection:
+    """Try each protection once on this machine; see :class:`Protection`.
+
+    ``COURSEKIT_SANDBOX=none`` turns bubblewrap off (to measure what it costs, or to debug).
+    """
+    missing = []
+    bwrap_ok = False
+    if os.environ.get("COURSEKIT_SANDBOX", "").lower() in ("none", "off", "0"):
+        missing.append("filesystem, PID and network isolation (COURSEKIT_SANDBOX=none)")
+    elif sys.platform != "linux" or not shutil.which("bwrap"):
+        missing.append("filesystem, PID and network isolation (install bubblewrap: `apt-get install "
+                       "bubblewrap`; Linux only)")
+    else:
+        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(), *_bind_args(), "--", sys.executable,
+                 "-I", "-S", "-c", "pass"]
+        try:
+            bwrap_ok = subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            bwrap_ok = False
+        if not bwrap_ok:
+            missing.append("filesystem, PID and network isolation (bubblewrap is installed but cannot "
+                           "create namespaces here: user namespaces disabled?)")
+    cgroup = _cgroup_version()
+    if not cgroup:
+        missing.append("hard memory and process limits (no writable cgroup); memory is polled instead")
+    root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not cgroup and root:
+        missing.append("process-count limit (RLIMIT_NPROC does not apply to root)")
+    if not bwrap_ok:
+        missing.append("a kill sweep of daemons that left the run's process group and cleared their "
+                       "environment")
+    return Protection(bwrap_ok, cgroup, not root, tuple(missing))
+
+
+def _cgroup_version() -> str | None:
+    """"v2" or "v1" when this process may create cgroups with memory and pids controllers."""
+    if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
+        return None
+    for version, paths in (("v2", [CGROUP_ROOT]), ("v1", [CGROUP_ROOT / "memory", CGROUP_ROOT / "pids"])):
+        if version == "v2" and not (CGROUP_ROOT / "cgroup.controllers").exists():
+            continue
+        if version == "v2":
+            controllers = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split() \
+                if (CGROUP_ROOT / "cgroup.subtree_control").exists() else []
+            if not {"memory", "pids"} <= set(controllers):
+                continue
+        probes = [p / f"coursekit-probe-{os.getpid()}" for p in paths]
+        try:
+            for probe in probes:
+                probe.mkdir()
+            return version
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                try:
+                    probe.rmdir()
+                except OSError:
+                    pass
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# The kernel's command line.
+
+
+def _bwrap_namespace_args() -> list[str]:
+    return ["--unshare-all", "--die-with-parent", "--hostname", "coursekit-sandbox",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+
+
+def _python_dirs() -> list[str]:
+    """The Python installation and its site-packages, but never the repository the grader runs from."""
+    repository = PACKAGE_DIR.parent
+    dirs = {os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}
+    dirs.update(os.path.realpath(p) for p in sys.path if p and "site-packages" in p or "dist-packages" in p)
+    keep = []
+    for d in sorted(dirs):
+        path = Path(d)
+        if not path.is_dir() or path == repository or repository in path.parents and ".venv" not in path.parts \
+                and "venv" not in path.name:
+            continue
+        if any(Path(k) in path.parents for k in keep):
+            continue
+        keep.append(d)
+    return keep
+
+
+def _bind_args() -> list[str]:
+    args = []
+    for d in SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        elif os.path.isdir(d):
+            args += ["--ro-bind", d, d]
+    for d in _python_dirs():
+        if not any(d == s or d.startswith(s + "/") for s in SYSTEM_DIRS):
+            args += ["--ro-bind", d, d]
+    return args
+
+
+def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, str], limits: dict,
+                   cgroup_procs: list[str] | None, bubblewrap: bool) -> list[str]:
+    """The full command that starts a kernel (``kernel_argv``) inside this run's protections.
+
+    ``env`` is what the kernel may see (see :func:`sandbox_env`); ``cgroup_procs`` the run's
+    ``cgroup.procs`` files, joined by the launcher before anything can fork.
+    """
+    config = {"limits": limits, "cgroup": cgroup_procs, "env": None if bubblewrap else env}
+    launcher = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "exec", json.dumps(config), "--"]
+    if not bubblewrap:
+        return launcher + kernel_argv
+    inside_env = dict(env, HOME=HOME_MOUNT, PYTHONPATH=LIBRARY_MOUNT, TMPDIR="/tmp",
+                      COURSEKIT_CACHE_DIR="/tmp/coursekit-cache", MPLCONFIGDIR="/tmp/matplotlib",
+                      IPYTHONDIR="/tmp/ipython")
+    args = [shutil.which("bwrap"), *_bwrap_namespace_args(), *_bind_args(),
+            "--ro-bind", str(PACKAGE_DIR), f"{LIBRARY_MOUNT}/coursekit",
+            "--bind", str(workdir), HOME_MOUNT,
+            "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
+            "--chdir", HOME_MOUNT, "--clearenv"]
+    for key, value in sorted(inside_env.items()):
+        args += ["--setenv", key, value]
+    return launcher + args + ["--"] + kernel_argv
+
+
+def sandbox_env(env: dict[str, str], bubblewrap: bool) -> dict[str, str]:
+    """The environment the kernel sees: only what a notebook needs, never the grader's secrets."""
+    keep = {k: v for k, v in env.items()
+            if k in ("PATH", "LANG", "LC_ALL", "TZ", "MPLBACKEND", "PYDEVD_DISABLE_FILE_VALIDATION",
+                     "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "CXX", "CC")
+            or k.startswith("COURSEKIT_")}
+    keep.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    keep["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), keep["PATH"]])
+    if not bubblewrap:
+        keep["PYTHONPATH"] = env.get("COURSEKIT_LIBRARY_PATH", str(PACKAGE_DIR.parent))
+    return keep
+
+
+# --------------------------------------------------------------------------------------------
+# cgroups and the end-of-run sweep.
+
+
+class RunGroup:
+    """The cgroup(s) of one run (or none); knows every process of the run and kills them all."""
+
+    def __init__(self, name: str, limits: Limits, version: str | None):
+        self.version = version
+        self.dirs: list[Path] = []
+        if version == "v2":
+            self.dirs = [CGROUP_ROOT / name]
+        elif version == "v1":
+            self.dirs = [CGROUP_ROOT / "memory" / name, CGROUP_ROOT / "pids" / name]
+        try:
+            for d in self.dirs:
+                d.mkdir(exist_ok=True)
+            memory = str(limits.memory_mb * 1024 * 1024)
+            if version == "v2":
+                (self.dirs[0] / "memory.max").write_text(memory)
+                (self.dirs[0] / "memory.swap.max").write_text("0") if (self.dirs[0] / "memory.swap.max").exists() else None
+                (self.dirs[0] / "pids.max").write_text(str(limits.processes))
+            elif version == "v1":
+                (self.dirs[0] / "memory.limit_in_bytes").write_text(memory)
+                (self.dirs[1] / "pids.max").write_text(str(limits.processes))
+        except OSError:
+            self.close()
+            self.version, self.dirs = None, []
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def pids(self) -> set[int]:
+        found = set()
+        for d in self.dirs:
+            try:
+                found.update(int(p) for p in (d / "cgroup.procs").read_text().split())
+            except OSError:
+                pass
+        return found
+
+    def out_of_memory(self) -> bool:
+        try:
+            if self.version == "v2":
+                events = (self.dirs[0] / "memory.events").read_text()
+                return any(line.split()[0] in ("oom", "oom_kill") and int(line.split()[1]) > 0
+                           for line in events.splitlines())
+            if self.version == "v1":
+                return int((self.dirs[0] / "memory.failcnt").read_text()) > 0
+        except (OSError, ValueError, IndexError):
+            pass
+        return False
+
+    def kill(self) -> None:
+        if self.version == "v2" and (self.dirs[0] / "cgroup.kill").exists():
+            try:
+                (self.dirs[0] / "cgroup.kill").write_text("1")
+            except OSError:
+                pass
+        for _ in range(50):       # processes may fork while we kill: repeat until the group is empty
+            pids = self.pids()
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.kill()
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+def processes_of_run(token: str, root_pids: set[int]) -> set[int]:
+    """Every live process of a run without a cgroup: descendants of ``root_pids`` and any process
+    whose environment carries the run's token (a daemon that re-parented itself to init)."""
+    children: dict[int, list[int]] = {}
+    marked = set()
+    needle = f"COURSEKIT_RUN_TOKEN={token}".encode()
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        pid = int(entry)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                stat = handle.read()
+            ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+            children.setdefault(ppid, []).append(pid)
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if needle in handle.read():
+                    marked.add(pid)
+        except (OSError, ValueError):
+            continue
+    found, todo = set(), list(root_pids | marked)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, []))
+    return found
+
+
+def memory_in_use(pids: set[int]) -> int:
+    """Resident bytes of these processes (Linux /proc; 0 elsewhere)."""
+    total = 0
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm") as handle:
+                total += int(handle.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+# --------------------------------------------------------------------------------------------
+# The launcher: first link of the kernel's command (``python -I -S sandbox.py exec CONFIG -- ARGV``).
+
+
+def _tasks_of_user(uid: int) -> int:
+    count = 0
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        try:
+            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
+                count += len(os.listdir(f"/proc/{entry}/task"))
+        except OSError:
+            pass
+    return count
+
+
+def _exec(argv: list[str]) -> None:
+    import resource
+
+    config = json.loads(argv[0])
+    command = argv[argv.index("--") + 1:]
+    for procs in config.get("cgroup") or []:      # join the run's cgroup before anything can fork
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
+    limits = config["limits"]
+    mb = 1024 * 1024
+    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_FSIZE", limits["file_mb"] * mb),
+                        ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits["processes"])):
+        if hasattr(resource, name):
+            if name == "RLIMIT_NPROC":
+                if os.geteuid() == 0:     # not enforced for root (the cgroup limits processes there)
+                    continue
+                value += _tasks_of_user(os.geteuid())     # the limit counts all of this user's threads
+            try:
+                resource.setrlimit(getattr(resource, name), (value, value))
+            except (ValueError, OSError):
+                pass
+    if config.get("env") is not None:
+        os.execvpe(command[0], command, config["env"])
+    os.execvp(command[0], command)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "exec":
+        _exec(sys.argv[2:])
+    else:
+        print(json.dumps({"protection": detect().label, "details": detect().describe()}, indent=1))
