@@ -219,7 +219,8 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
     scores = []
     for cell in reference.cells:
         if where[cell.id] is None:
-            scores.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell"))
+            scores.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell",
+                                run.protection))
             continue
         outcome = run.outcome(where[cell.id])
         scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
