@@ -233,3 +233,23 @@ def test_unreadable_submission_scores_zero_with_reason(tmp_path):
 def test_grade_cli_explains_bad_paths(args, message, capsys):
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_progress_is_one_line_per_notebook_off_a_terminal_and_ignored_files_are_listed(tmp_path, monkeypatch):
+    import io
+
+    from coursekit.course import grader
+    from coursekit.course.grader import Score, _Progress
+
+    stream = io.StringIO()
+    with _Progress(2, True, stream) as bar:
+        bar.finished("alice/01_fixture", [Score("alice", NAME, "softplus", 2, 2, "passed")])
+        bar.finished("bob/01_fixture", [Score("bob", NAME, "softplus", 0, 2, "missing notebook")])
+    assert stream.getvalue().splitlines() == ["graded alice/01_fixture: 2/2 [1/2 notebooks]",
+                                              "graded bob/01_fixture: 0/2 [2/2 notebooks]"]
+    (tmp_path / "alice").mkdir()
+    (tmp_path / "alice" / f"{NAME}.ipynb").write_text("{}")
+    (tmp_path / "alice" / "notes.txt").write_text("x")
+    (tmp_path / "alice" / ".hidden").write_text("x")
+    _, warnings = find_submissions(tmp_path, [reference()])
+    assert "alice: ignored 1 non-notebook file: notes.txt" in warnings

@@ -94,8 +94,14 @@ def find_submissions(submissions_dir, references: list[Reference]):
         if entry.name.startswith("."):
             continue
         if entry.is_dir():
-            files = [p for p in sorted(entry.rglob("*.ipynb")) if ".ipynb_checkpoints" not in p.parts]
-            found.setdefault(entry.name, []).extend(files)
+            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and ".ipynb_checkpoints" not in p.parts
+                     and not any(part.startswith(".") for part in p.relative_to(entry).parts)]
+            found.setdefault(entry.name, []).extend(p for p in files if p.suffix == ".ipynb")
+            others = [str(p.relative_to(entry)) for p in files if p.suffix != ".ipynb"]
+            if others:
+                shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+                warnings.append(f"{entry.name}: ignored {len(others)} non-notebook file"
+                                f"{'s' if len(others) > 1 else ''}: {shown}")
         elif entry.suffix == ".ipynb" and FLAT_SEPARATOR in entry.stem:
             found.setdefault(entry.stem.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
         else:
@@ -234,14 +240,11 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
 
     Runs up to ``jobs`` notebooks at once (each in its own process, so threads suffice here).
     """
-    from tqdm.auto import tqdm
-
     references = load_references(reference_dir)
     students, warnings = find_submissions(submissions_dir, references)
     tasks = [(student, ref, students[student].get(ref.name)) for student in sorted(students) for ref in references]
     results = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, \
-            tqdm(total=len(tasks), desc="grading", unit="notebook", disable=not progress) as bar:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(tasks), progress) as bar:
         futures = {
             pool.submit(grade_one, student, ref, path, cell_timeout=cell_timeout,
                         notebook_timeout=notebook_timeout, executed_dir=executed_dir): (student, ref.name)
@@ -250,8 +253,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         try:
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
-                bar.set_postfix_str("/".join(futures[future]), refresh=False)
-                bar.update()
+                bar.finished("/".join(futures[future]), results[futures[future]])
         except KeyboardInterrupt:
             for future in futures:
                 future.cancel()
@@ -259,3 +261,38 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
             raise
     scores = [score for student, ref, _ in tasks for score in results[(student, ref.name)]]
     return scores, warnings
+
+
+class _Progress:
+    """A tqdm bar on a terminal; elsewhere (CI logs, a notebook's captured output, ``| tee``) one
+    flushed line per finished notebook, so progress shows wherever the grader runs."""
+
+    def __init__(self, total: int, enabled: bool, stream=None):
+        import sys
+
+        self.stream = stream or sys.stderr
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.bar = None
+        if enabled and getattr(self.stream, "isatty", lambda: False)():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, desc="grading", unit="notebook", file=self.stream)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.close()
+
+    def finished(self, label: str, scores) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(label, refresh=False)
+            self.bar.update()
+        elif self.enabled:
+            from .report import number
+
+            got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
+            print(f"graded {label}: {number(got)}/{number(out_of)} [{self.done}/{self.total} notebooks]",
+                  file=self.stream, flush=True)
