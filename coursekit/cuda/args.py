@@ -1,9 +1,10 @@
 """Kernel arguments and launch sizes: PyCUDA's In/Out/InOut, and the checks a GPU never makes.
 
-A real GPU launch copies raw bytes into the kernel's parameter slots.  Pass a
-Python ``int`` where the kernel wants ``int`` and PyCUDA packs 8 bytes that
-the kernel reads as two garbage ints; pass a float64 array for ``float*`` and
-the kernel reads halves of doubles.  Nothing crashes, the numbers are just
+A real GPU launch copies raw bytes into the kernel's parameter slots, so a
+value must have a fixed C type: PyCUDA refuses a Python ``int`` with a
+``TypeError`` ("invalid type on parameter"), and a launcher that packed it as
+8 bytes would hand an ``int`` parameter garbage; pass a float64 array for
+``float*`` and the kernel reads halves of doubles.  Nothing crashes, the numbers are just
 wrong.  Here every argument is checked against the parameter list parsed
 from the source, and a mistake is an error that says how to fix it.  The same
 checks run before a real-GPU launch, so the lesson is the same everywhere.
@@ -109,8 +110,8 @@ def scalar_bytes(kernel, i, p, value) -> bytes:
     if isinstance(value, (bool, int, float)):
         raise KernelArgumentError(
             f"{_where(kernel, i, p)} is {describe(value)}, but the parameter is `{p.decl()}`. A kernel "
-            f"receives raw bytes and a Python number has no fixed C type (PyCUDA would send 8 bytes "
-            f"and the kernel would read garbage): {hint}.")
+            f"receives raw bytes and a Python number has no fixed C type (PyCUDA refuses it with a TypeError): "
+            f"{hint}.")
     raise KernelArgumentError(f"{_where(kernel, i, p)} is {describe(value)}, but the parameter is "
                               f"`{p.decl()}`, a value: {hint}.")
 
