@@ -23,6 +23,7 @@ which protections the run had, and the Markdown summary lists what was and was n
 from __future__ import annotations
 
 import copy
+import os
 import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -35,6 +36,12 @@ from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_grade
 from .runner import kill_all, run_notebook
 
 FLAT_SEPARATOR = "__"
+# Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
+# exact-size buffers): an off-by-one that the unchecked mode's buffer slack would hide costs its
+# task the points, and an out-of-bounds write cannot kill the kernel and zero the later tasks.
+# About 2 s more for exercise 7's solution on the development machine. An instructor's own
+# COURSEKIT_CUDA_CHECK wins.
+GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
 PREFIX_RE = re.compile(r"^(\d+)_")
 
 
@@ -219,7 +226,7 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
             run_path = Path(tmp) / f"{reference.name}.ipynb"
             nbformat.write(restored, run_path)
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed)
+                               executed_path=executed, env=GRADING_ENV)
     except Exception as exc:  # one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
