@@ -98,3 +98,17 @@ def test_the_report_names_what_was_not_enforced():
     lines = GUARD.describe()
     assert any(line.startswith("rlimits") for line in lines)
     assert GUARD.bubblewrap or any("NOT enforced" in line and "isolation" in line for line in lines)
+
+
+def test_a_memory_hog_costs_its_cell_and_says_why(tmp_path):
+    """Cgroup (hard limit, OOM) where the grader may create one, else the runner's memory polling."""
+    from coursekit.course.sandbox import Limits
+
+    nb = new_notebook(cells=[new_code_cell("x = 1"),
+                             new_code_cell("import numpy as np\nhog = np.ones(2_000_000_000 // 8)"),
+                             new_code_cell("y = 2")])
+    nbformat.write(nb, tmp_path / "hog.ipynb")
+    run = run_notebook(tmp_path / "hog.ipynb", cell_timeout=60, notebook_timeout=120, limits=Limits(memory_mb=400))
+    assert run.outcome(0).passed
+    assert run.outcome(1).reason == "memory limit exceeded (400 MB): the run was stopped", run.outcome(1)
+    assert run.outcome(2).reason.startswith("not run: the run was stopped at the memory limit")

@@ -187,10 +187,10 @@ def run_notebook(
             _LIVE.pop(process.pid, None)
             watch.stop()
             watch.kill()                      # the sweep: daemons and new sessions of the run end here
+            memory = watch.over_memory or group.out_of_memory()
             group.close()
         output = _tail(output_path)
         events = channel.events()
-        memory = watch.over_memory or group.out_of_memory()
         run = _read_events(events, output, process.returncode, killed,
                            int(cell_timeout), notebook_timeout, memory and limits.memory_mb)
         run.protection = guard.label
@@ -294,7 +294,7 @@ def _read_events(events, output, returncode, killed, cell_timeout, notebook_time
     run = NotebookRun(stderr=output)
     running = None
     crashed = finished = False
-    failure = None
+    failure = crashed_in = None
     for event in events:
         kind = event["event"]
         if kind == "start":
@@ -312,6 +312,7 @@ def _read_events(events, output, returncode, killed, cell_timeout, notebook_time
             run.records[event["index"]] = event["records"]
         elif kind == "crashed":
             crashed = True
+            crashed_in = event.get("index")
             if event.get("index") is not None:
                 run.cells[event["index"]] = CellOutcome(False, "kernel crashed")
             running = None
@@ -320,6 +321,8 @@ def _read_events(events, output, returncode, killed, cell_timeout, notebook_time
         elif kind == "finished":
             finished = True
     if memory_mb:
+        if running is None:
+            running = crashed_in
         if running is not None:
             run.cells[running] = CellOutcome(False, f"memory limit exceeded ({memory_mb} MB): the run was stopped")
         run.default = CellOutcome(False, f"not run: the run was stopped at the memory limit ({memory_mb} MB)")
