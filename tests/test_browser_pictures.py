@@ -151,3 +151,44 @@ def test_lesson_pictures_show_on_first_open(lab, tmp_path, lesson):
         assert drawn > 3000, f"{lesson}: no graph picture visible on first open (see {out})"
     if SAVE_DIR:   # keep the committed screenshots small: 64 colours, top of the page at most 6000 px
         image.crop((0, 0, 1280, min(image.height, 6000))).quantize(colors=64).save(out, optimize=True)
+
+
+def test_readme_start_command_serves_the_whole_course_and_opens_lesson_1(tmp_path):
+    """The README's `jupyter lab ...` arguments, run from the root: exercises/ reachable, lesson 1 opened."""
+    import re
+    import shlex
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"&& (jupyter lab [^\n]*)", readme).group(1)
+    args = shlex.split(command)[2:]
+    port, token = _free_port(), secrets.token_hex(8)
+    env = dict(os.environ, HOME=str(tmp_path), JUPYTER_DATA_DIR=str(tmp_path / "data"),
+               JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"), JUPYTER_CONFIG_DIR=str(tmp_path / "config"))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", *args, "--allow-root", f"--port={port}", "--ServerApp.ip=127.0.0.1",
+         f"--IdentityProvider.token={token}", "--ServerApp.browser=true %s"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            opened = list((tmp_path / "runtime").glob("jpserver-file-to-run-*-open.html"))
+            try:
+                with urllib.request.urlopen(f"{base}/api/contents/exercises?token={token}", timeout=2) as reply:
+                    listing = json.load(reply)
+                if opened:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or server.poll() is not None:
+                pytest.fail(f"`{command}` did not serve exercises/ and open a file within 90 s")
+            time.sleep(0.5)
+        names = {entry["name"] for entry in listing["content"]}
+        assert "01_tour_exercises.ipynb" in names
+        assert "/lab/tree/notebooks/01_tour.ipynb" in opened[0].read_text(encoding="utf-8")
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
