@@ -403,7 +403,9 @@ def test_more_work_never_takes_less_time(key, n, k, pool):
     exp = elemwise_op("exp").scalar_op
     small, big = (m.cost(work.elementwise_work(exp, [(s,)], ["float32"], "float32"), allocations=1)
                   for s in (n, k * n))
-    assert 0 < small.total <= big.total
+    # equal up to rounding allowed: sizes in the same (partly filled) wave model the same time along
+    # different float paths (hypothesis found a pair differing in the last bit: 9.277338877338879e-06 vs ...877e-06)
+    assert 0 < small.total <= big.total * (1 + 1e-12)
     assert small.total == pytest.approx(small.launch + small.kernel + small.transfer + small.alloc)
     assert m.transfer_time(4 * n) < m.transfer_time(4 * k * n)
     assert m.transfer_time(4 * n, pinned=True) <= m.transfer_time(4 * n, pinned=False)
