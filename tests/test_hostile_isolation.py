@@ -46,6 +46,14 @@ ATTEMPTS = {
     "huge_file": (
         "try:\n    with open('big', 'wb') as f:\n        f.write(b'x' * (300 * 1024 * 1024))\n    grew = True\n"
         "except OSError:\n    grew = False\nassert not grew"),
+    # Forged verdicts: 'done ok' records for every cell, written wherever the old runner read them
+    # (../events.jsonl). The next cell must still fail: events now come over a pipe the kernel never holds.
+    "forge_events": (
+        "import json, os\nlines = ''.join(json.dumps({{'event': 'done', 'index': i, 'status': 'ok'}}) + '\\n' "
+        "for i in range(40))\n"
+        "for target in ['../events.jsonl', 'events.jsonl']:\n    try:\n        open(target, 'a').write(lines)\n"
+        "    except OSError:\n        pass"),
+    "must_fail": "assert False, 'this cell really fails'",
 }
 
 
@@ -112,3 +120,8 @@ def test_a_memory_hog_costs_its_cell_and_says_why(tmp_path):
     assert run.outcome(0).passed
     assert run.outcome(1).reason == "memory limit exceeded (400 MB): the run was stopped", run.outcome(1)
     assert run.outcome(2).reason.startswith("not run: the run was stopped at the memory limit")
+
+
+def test_forged_event_records_change_no_verdict(hostile_run):
+    outcomes, *_ = hostile_run
+    assert outcomes["must_fail"].reason == "failed assertion: this cell really fails", outcomes["must_fail"]
