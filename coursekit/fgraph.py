@@ -27,7 +27,7 @@ class FunctionGraph:
     """
 
     __slots__ = ("inputs", "outputs", "n_user_inputs", "n_outputs", "update_targets", "rewrite_log",
-                 "device_label", "placed", "reference", "clients", "apply_nodes", "_order")
+                 "device_label", "placed", "reference", "clients", "apply_nodes", "_order", "_input_set", "changes")
 
     def __init__(self, inputs, outputs, n_outputs=None, update_targets=(), n_user_inputs=None):
         self.inputs = list(inputs)
@@ -42,11 +42,16 @@ class FunctionGraph:
         self.device_label = None
         self.placed = False
         self.reference = None
+        self._input_set = set(self.inputs)
         self._order = None
+        self.changes = []  # nodes added or rewired since a rewrite pass last looked (see replace)
         self.rebuild()
 
     def rebuild(self):
-        """Recompute the node list and the client map from the outputs."""
+        """Recompute the node list and the client map from the outputs (O(size of the graph)).
+
+        Only needed after someone edited ``node.inputs`` behind the graph's back;
+        :meth:`replace` keeps everything up to date locally."""
         self._order = apply_nodes_between(self.inputs, self.outputs)
         clients = {}
         for node in self._order:
@@ -56,31 +61,86 @@ class FunctionGraph:
             clients.setdefault(var, []).append(("output", i))
         self.clients = clients
         self.apply_nodes = set(self._order)
+        self.changes = []
 
     def toposort(self):
-        """The Apply nodes in an order where each comes after its inputs."""
+        """The Apply nodes in an order where each comes after its inputs (recomputed only after a change)."""
+        if self._order is None:
+            self._order = apply_nodes_between(self.inputs, self.outputs)
         return list(self._order)
+
 
     def variables(self):
         seen = dict.fromkeys(self.inputs)
-        for node in self._order:
+        for node in self.toposort():
             seen.update(dict.fromkeys(node.inputs))
             seen.update(dict.fromkeys(node.outputs))
         return list(seen)
 
-    def replace(self, old, new, reason=None, rebuild=True):
-        """Make every reader of ``old`` read ``new`` instead."""
+    def replace(self, old, new, reason=None, rebuild=None):
+        """Make every reader of ``old`` read ``new`` instead.
+
+        Local work only: the readers are rewired, the nodes that compute ``new``
+        and are not in the graph yet are added (their inputs gain a client), and the
+        nodes that nobody reads any more are dropped.  What changed is appended to
+        ``changes`` (new nodes, and readers whose inputs changed) so that a rewrite
+        pass can look at just those.  ``rebuild`` is accepted for old callers and ignored.
+        """
         if old is new:
             return
         if old.type != new.type:
             new = _coerce(old, new)
-        for client, i in self.clients.get(old, []):
+        readers = self.clients.pop(old, [])
+        for client, i in readers:  # rewire first: ``new`` may be computed from ``old``
             if client == "output":
                 self.outputs[i] = new
             else:
                 client.inputs[i] = new
-        if rebuild:
-            self.rebuild()
+        self._add_above(new)
+        new_readers = self.clients.setdefault(new, [])
+        new_readers.extend(readers)
+        self.changes.extend(c for c, _ in readers if c != "output")
+        if old.owner is not None:
+            self._drop_if_unread(old.owner)
+        self._order = None
+
+    def _add_above(self, var):
+        """Add the nodes computing ``var`` that are not in the graph yet (iteratively: no recursion)."""
+        known_inputs = set(self.inputs) if len(self._input_set) != len(self.inputs) else self._input_set
+        stack, added = [var], []
+        while stack:
+            v = stack.pop()
+            node = v.owner
+            if node is None or node in self.apply_nodes or v in known_inputs:
+                continue
+            self.apply_nodes.add(node)
+            added.append(node)
+            for i, inp in enumerate(node.inputs):
+                self.clients.setdefault(inp, []).append((node, i))
+                stack.append(inp)
+        self.changes.extend(reversed(added))  # producers before consumers
+
+    def _drop_if_unread(self, node):
+        """Remove ``node`` if none of its outputs is read, then its producers that become unread."""
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            if node not in self.apply_nodes or any(self.clients.get(o) for o in node.outputs):
+                continue
+            self.apply_nodes.discard(node)
+            for o in node.outputs:
+                self.clients.pop(o, None)
+            for i, inp in enumerate(node.inputs):
+                readers = self.clients.get(inp)
+                if readers is None:
+                    continue
+                readers.remove((node, i))
+                if not readers:
+                    del self.clients[inp]
+                    if inp.owner is not None:
+                        stack.append(inp.owner)
+                elif inp.owner is not None:
+                    self.changes.append(inp.owner)  # one reader fewer: single-reader rewrites may apply now
 
     def __str__(self):
         return f"FunctionGraph({', '.join(map(str, self.outputs))})"

@@ -174,7 +174,11 @@ class Apply:
         return self.outputs[0].tag.trace if self.outputs else None
 
     def clone_with_new_inputs(self, inputs):
-        """The same op applied to other inputs (types re-derived by make_node)."""
+        """The same op applied to other inputs (types re-derived by make_node, unless every
+        input has the type it had: then the outputs' types are the same too, and compiling a
+        big graph does not pay for type inference twice)."""
+        if len(inputs) == len(self.inputs) and all(a.type == b.type for a, b in zip(inputs, self.inputs)):
+            return Apply(self.op, inputs, [o.clone() for o in self.outputs])
         node = self.op.make_node(*inputs)
         for old, new in zip(self.outputs, node.outputs):
             new.name = old.name

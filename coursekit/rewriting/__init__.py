@@ -26,12 +26,14 @@ into a warning).
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from dataclasses import dataclass, field
 
 from ..config import config
 
 STAGES = ("canonicalize", "stabilize", "specialize", "fusion", "placement", "transfer")
 MAX_PASSES = 30
+FIRINGS_PER_NODE = 20  # a local pass that fires more often than this per node is looping
 
 
 class RewriteError(RuntimeError):
@@ -139,10 +141,21 @@ def run_stage(fgraph, stage, rewrites):
 
 
 def _local_pass(fgraph, stage, local):
+    """Show every node to the rewrites once, then only what changed, until nothing fires.
+
+    A rewrite that fires replaces a node's outputs; the graph then reports what
+    changed (``fgraph.changes``: the nodes it added, and the readers whose inputs
+    are new), and only those are looked at again -- not the whole graph, as a
+    re-walk after every firing would (that made compile time quadratic in depth).
+    """
     changed = 0
+    fgraph.changes = []
     by_op_type = {}  # which rewrites look at an op: decided once per op type (unless one tracks op instances)
     cacheable = all(rw.tracks is None or all(isinstance(t, type) for t in rw.tracks) for rw in local)
-    for node in fgraph.toposort():
+    queue = deque(fgraph.toposort())
+    budget = FIRINGS_PER_NODE * (len(queue) + 100)
+    while queue:
+        node = queue.popleft()
         if node not in fgraph.apply_nodes:
             continue
         key = type(node.op)
@@ -152,7 +165,12 @@ def _local_pass(fgraph, stage, local):
             if cacheable:
                 by_op_type[key] = interested
         for rw in interested:
-            replacements = _guard(rw, fgraph, node, lambda rw=rw: rw.fn(fgraph, node))
+            try:  # (no per-call wrapper: this loop is the hot path of compilation)
+                replacements = rw.fn(fgraph, node)
+            except RewriteError:
+                raise
+            except Exception as exc:
+                replacements = _rewrite_failed(rw, node, exc)
             if not replacements:
                 continue
             if len(replacements) != len(node.outputs):
@@ -162,10 +180,15 @@ def _local_pass(fgraph, stage, local):
                 _check_replacement(rw, old, new)
                 if new is not old and new.tag.trace is None:
                     new.tag.trace = old.tag.trace
-                fgraph.replace(old, new, reason=rw.name, rebuild=False)
-            fgraph.rebuild()
+                fgraph.replace(old, new, reason=rw.name)
             fgraph.rewrite_log.append((stage, rw.name, str(node)))
             changed += 1
+            queue.extend(fgraph.changes)
+            fgraph.changes = []
+            break
+        if changed > budget:
+            warnings.warn(f"rewrite stage {stage}: rewrites fired {changed} times on a graph of "
+                          f"{len(fgraph.apply_nodes)} nodes; stopping (two rewrites undoing each other?)", stacklevel=3)
             break
     return changed
 
@@ -176,18 +199,23 @@ def _guard(rw, fgraph, node, call):
     except RewriteError:
         raise
     except Exception as exc:
-        if getattr(exc, "user_facing", False):  # e.g. no GPU, float64 refused: the user's to fix, not a bug
-            raise
-        where = f" on {node}" if node is not None else ""
-        message = (f"graph rewrite {rw.name!r} ({rw.stage}) failed{where}: {type(exc).__name__}: {exc}. "
-                   "This is a bug in coursekit (or in a rewrite you registered); compile with "
-                   "mode=coursekit.Mode('FAST_RUN', ...).excluding('<name>') or set config.on_opt_error='warn' "
-                   "to skip it.")
-        if config.on_opt_error == "raise":
-            raise RewriteError(message) from exc
-        if config.on_opt_error == "warn":
-            warnings.warn(message, stacklevel=3)
-        return None
+        return _rewrite_failed(rw, node, exc)
+
+
+def _rewrite_failed(rw, node, exc):
+    """Raise (or warn about) a rewrite that raised ``exc``; returns None when it is to be skipped."""
+    if getattr(exc, "user_facing", False):  # e.g. no GPU, float64 refused: the user's to fix, not a bug
+        raise exc
+    where = f" on {node}" if node is not None else ""
+    message = (f"graph rewrite {rw.name!r} ({rw.stage}) failed{where}: {type(exc).__name__}: {exc}. "
+               "This is a bug in coursekit (or in a rewrite you registered); compile with "
+               "mode=coursekit.Mode('FAST_RUN', ...).excluding('<name>') or set config.on_opt_error='warn' "
+               "to skip it.")
+    if config.on_opt_error == "raise":
+        raise RewriteError(message) from exc
+    if config.on_opt_error == "warn":
+        warnings.warn(message, stacklevel=4)
+    return None
 
 
 def _check_replacement(rw, old, new):

@@ -44,6 +44,7 @@ class Composite(ScalarOp):
         self.input_dtypes = tuple(input_dtypes) if input_dtypes is not None else None
         self._key = ("composite", tuple((op.key(), refs, dtype) for op, refs, dtype in self.program),
                      tuple((c.dtype.str, c.shape, c.tobytes()) for c in self.constants), self.input_dtypes)
+        self._hash = hash((Composite, self._key))
         self._expr = self._describe()
         self.numpy_impl = self._generate()
         self.kernel = "numpy"
@@ -55,6 +56,9 @@ class Composite(ScalarOp):
 
     def key(self):
         return self._key
+
+    def __hash__(self):  # the key is a long tuple, and merge hashes every node's op on every pass
+        return self._hash
 
     # ---------------------------------------------------------------- text
     def _ref_text(self, ref, texts):
@@ -124,7 +128,10 @@ class Composite(ScalarOp):
                 lines.append(f"    t{j} = {call})")
         lines.append(f"    return t{final}")
         self.source = "\n".join(lines) + "\n"
-        exec(compile(self.source, f"<fused {self._describe()[:60]}>", "exec"), ns)
+        code = _CODE.get(self.source)
+        if code is None:  # an MLP's layers fuse into equal programs: compile their text once
+            code = _CODE[self.source] = compile(self.source, f"<fused {self._expr[:60]}>", "exec")
+        exec(code, ns)
         return ns["fused"]
 
     def _plan(self, last_use):
@@ -171,6 +178,7 @@ class Composite(ScalarOp):
 
 
 UNROLL_LIMIT = 64
+_CODE: dict = {}  # generated source -> code object
 
 
 def _run_plan(plan, constants, n_steps):

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..graph import Type
 
+_DTYPES: dict = {}  # dtype spelling -> (name, np.dtype): NumPy's dtype.name is slow, and types are made per node
 _KIND_NAMES = {0: "scalar", 1: "vector", 2: "matrix", 3: "tensor3", 4: "tensor4"}
 
 
@@ -21,10 +22,17 @@ class TensorType(Type):
     """The type of NumPy-array values with a given dtype and rank."""
 
     def __init__(self, dtype, broadcastable):
-        self.dtype = np.dtype(dtype).name
+        try:
+            self.dtype, self.numpy_dtype = _DTYPES[dtype]
+        except (KeyError, TypeError):  # first time (or an unhashable spelling): ask NumPy
+            self.dtype = np.dtype(dtype).name
+            self.numpy_dtype = np.dtype(self.dtype)
+            try:
+                _DTYPES[dtype] = (self.dtype, self.numpy_dtype)
+            except TypeError:
+                pass
         self.broadcastable = tuple(bool(b) for b in broadcastable)
         self.ndim = len(self.broadcastable)
-        self.numpy_dtype = np.dtype(self.dtype)
 
     # equality matters: merge and givens compare types
     def __eq__(self, other):
