@@ -43,6 +43,11 @@ class CallPlan:
     hooks: list = field(default_factory=list)
     turn: list = None          # the function's turn (one token): one call at a time, it owns the storage cells
     update_locks: list = field(default_factory=list)  # locks of the updated shared variables, in order
+    frees_after: list = field(default_factory=list)     # per thunk: cells dead once it ran (allow_gc)
+    inherit_before: list = field(default_factory=list)  # per thunk: (dying input cell, output cell) or None
+
+
+UNROLL_LIMIT = 200  # thunks; past this (and with no per-thunk hook) the call runs them in a loop
 
 
 def generate_call(plan):
@@ -83,7 +88,13 @@ def generate_call(plan):
         lines += ["    except BaseException:"] + [f"        {c}" for c in clear_gc] + ["        raise"]
     lines += clears
     lines += [f"    s{k}[0] = v{k}" for k in range(len(plan.updates))]
-    lines += [f"    {c}" for c in clear_gc]
+    freed_early = {id(c) for cells in plan.frees_after for c in cells}
+    at_end = [(cell, c) for cell, c in zip(plan.gc_cells, clear_gc) if id(cell) not in freed_early]
+    if len(at_end) > UNROLL_LIMIT:
+        ns["gc_end"] = tuple(cell for cell, _ in at_end)
+        lines += ["    for cell in gc_end:", "        cell[0] = None"]
+    else:
+        lines += [f"    {c}" for _, c in at_end]
     lines += _hook_calls(ns, "hf", hooks["call_finished"], "", "    ")
     if plan.single:
         lines.append(f"    return {results[0] if results else 'None'}")
@@ -178,16 +189,37 @@ def _thunk_lines(ns, plan, hooks, clear_gc):
         ns[f"hb{j}"] = method
     for j, method in enumerate(finished):
         ns[f"he{j}"] = method
+    frees = plan.frees_after or [()] * len(plan.thunks)
+    # hooks (DebugMode, profiling) watch every thunk's inputs: no op writes into one while they look
+    inherits = plan.inherit_before if plan.inherit_before and not plan.hooks else [None] * len(plan.thunks)
     lines = ["    i = 0", "    try:"]
-    for k, thunk in enumerate(plan.thunks):
-        ns[f"t{k}"] = thunk
-        if k:
-            lines.append(f"        i = {k}")
-        lines += [f"        hb{j}({k})" for j in range(len(started))]
-        lines.append(f"        t{k}()")
-        lines += [f"        he{j}({k})" for j in range(len(finished))]
+    if len(plan.thunks) > UNROLL_LIMIT and not started and not finished:
+        # a big graph: one line per thunk would cost more to compile than the loop costs to run
+        ns["steps"] = tuple((k, thunk, *(inherits[k] or (None, None)), tuple(frees[k]))
+                            for k, thunk in enumerate(plan.thunks))
+        lines += ["        for i, thunk, inherited, heir, dead in steps:",
+                  "            if inherited is not None:", "                heir[0] = inherited[0]",
+                  "            thunk()", "            for cell in dead:", "                cell[0] = None"]
+    else:
+        for k, thunk in enumerate(plan.thunks):
+            ns[f"t{k}"] = thunk
+            if k:
+                lines.append(f"        i = {k}")
+            if inherits[k] is not None:  # the input's last reader computes its result into that buffer
+                ns[f"hi{k}"], ns[f"ho{k}"] = inherits[k]
+                lines.append(f"        ho{k}[0] = hi{k}[0]")
+            lines += [f"        hb{j}({k})" for j in range(len(started))]
+            lines.append(f"        t{k}()")
+            lines += [f"        he{j}({k})" for j in range(len(finished))]
+            for j, cell in enumerate(frees[k]):  # dead from here on: freed now, not when the call ends
+                ns[f"f{k}_{j}"] = cell
+                lines.append(f"        f{k}_{j}[0] = None")
     lines += ["    except Exception as exc:"]
     lines += _hook_calls(ns, "hx", hooks["call_failed"], "i, exc", "        ")
     lines += ["        try:", "            error(i, exc)", "        finally:"]
-    lines += [f"            {c}" for c in clear_gc] + ["            pass"]
+    if len(clear_gc) > UNROLL_LIMIT:
+        ns["gc_all"] = tuple(plan.gc_cells)
+        lines += ["            for cell in gc_all:", "                cell[0] = None"]
+    else:
+        lines += [f"            {c}" for c in clear_gc] + ["            pass"]
     return lines

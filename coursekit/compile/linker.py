@@ -35,6 +35,7 @@ from ..profiling import ProfileStats
 from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import CallPlan, generate_call
+from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
 
@@ -101,6 +102,15 @@ class Function:
                             for (cell, copy), v in zip(outputs, out_vars)]
         self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type))
                             for (target, _), (cell, copy) in zip(updates, values)]
+        # allow_gc: free each buffer right after its last reader (which may compute into it), not at the end
+        self.frees_after, self.inherit_before = [], []
+        if self.allow_gc:
+            collectable = {id(c) for c in self.gc_cells}
+            frees, inherits = buffer_lifetimes(fgraph.inputs, nodes, list(out_vars) + list(upd_vars),
+                                               borrowed={v for v, o in zip(out_vars, outs) if o.borrow})
+            self.frees_after = [[storage[v] for v in vs if id(storage[v]) in collectable] for vs in frees]
+            self.inherit_before = [None if v is None else (storage[v], storage[node.outputs[0]])
+                                   for v, node in zip(inherits, nodes)]
         self._build_call()
 
     # ----------------------------------------------------------------- hooks
@@ -133,7 +143,8 @@ class Function:
             outputs=self.output_plan, updates=self.update_plan, release_cells=self._release_cells,
             gc_cells=self.gc_cells, single=self.single,
             filter_input=self._filter_input, thunk_error=self._runtime_error, trust_input=self.trust_input,
-            hooks=self._hooks, turn=self._turn, update_locks=self._update_locks)
+            hooks=self._hooks, turn=self._turn, update_locks=self._update_locks,
+            frees_after=self.frees_after, inherit_before=self.inherit_before)
         self.source, self._call = generate_call(plan)
 
     def __call__(self, *args, **kwargs):
