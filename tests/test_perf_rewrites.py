@@ -218,3 +218,19 @@ def test_sigmoid_and_softplus_sharing_is_numerically_sound(mode):
     z64 = zv.astype("float64")
     np.testing.assert_allclose(s_neg, 1 / (1 + np.exp(z64)), atol=1e-6)
     assert np.all(np.abs(sp_neg - np.logaddexp(0, -z64)) <= 1e-5 * np.maximum(1, np.abs(z64)))
+
+
+def test_gradient_and_printing_of_a_deep_chain_do_not_recurse():
+    """T.grad, debugprint and pp walk the graph with explicit stacks or in topological order."""
+    from coursekit.printing import debugprint, pp
+
+    x = T.fvector("x")
+    y = elementwise_chain(x, 1000)
+    with low_recursion_limit():
+        g = T.grad(y.sum(), x)
+        text = debugprint(y, file="str")
+        line = pp(y)
+    assert g.type == x.type
+    deepest = max(text.splitlines(), key=lambda line: len(line) - len(line.lstrip(" |")))
+    assert text.count("Elemwise") == 1000 and deepest.strip(" |").startswith(("x ", "TensorConstant"))
+    assert line.count("exp(") == 334

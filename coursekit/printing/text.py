@@ -124,22 +124,26 @@ class _TreePrinter:
         self.lines, self.done = [], set()
 
     def visit(self, var, prefix, depth, note=""):
-        type_text = f" <{var.type}>" if self.print_type else ""
-        node = var.owner
-        if node is None:
-            self.lines.append(f"{prefix}{leaf_text(var)}{self.ids(var)}{type_text}" + (f"   ({note})" if note else ""))
-            return
-        line = f"{prefix}{output_text(var)}{self.ids(node)}{type_text} '{var.name or ''}'"
-        if self.order is not None:
-            line += f"   {self.order.get(id(node), '?')}"
-        if note:
-            line += f"   ({note})"
-        self.lines.append(line)
-        if id(node) in self.done or depth == 0:
-            return  # printed before (shared subtree): the id is the reference
-        self.done.add(id(node))
-        for inp in node.inputs:
-            self.visit(inp, prefix + " |", depth - 1)
+        """Print ``var`` and, below it, its inputs (with an explicit stack: a graph 10,000 ops deep
+        prints without running out of Python's recursion limit)."""
+        stack = [(var, prefix, depth, note)]
+        while stack:
+            var, prefix, depth, note = stack.pop()
+            type_text = f" <{var.type}>" if self.print_type else ""
+            node = var.owner
+            if node is None:
+                self.lines.append(f"{prefix}{leaf_text(var)}{self.ids(var)}{type_text}" + (f"   ({note})" if note else ""))
+                continue
+            line = f"{prefix}{output_text(var)}{self.ids(node)}{type_text} '{var.name or ''}'"
+            if self.order is not None:
+                line += f"   {self.order.get(id(node), '?')}"
+            if note:
+                line += f"   ({note})"
+            self.lines.append(line)
+            if id(node) in self.done or depth == 0:
+                continue  # printed before (shared subtree): the id is the reference
+            self.done.add(id(node))
+            stack.extend((inp, prefix + " |", depth - 1, "") for inp in reversed(node.inputs))
 
 
 # ------------------------------------------------------------------------ pp
@@ -165,13 +169,26 @@ def pp(obj):
 
 
 def _pp(var):
-    """(text, precedence) of a variable."""
+    """(text, precedence) of a variable.  The nodes are written in topological order, each
+    from its inputs' texts (no recursion: a graph 10,000 ops deep prints too)."""
+    from ..graph import apply_nodes_between
+
+    texts = {}
+    for node in apply_nodes_between([], [var]):
+        for out in node.outputs:
+            texts[out] = _pp_node(out, texts)
+    return texts[var] if var in texts else _pp_leaf(var)
+
+
+def _pp_leaf(var):
+    return (str(var) if isinstance(var, Constant) else leaf_text(var)), _ATOM
+
+
+def _pp_node(var, texts):
     node = var.owner
-    if node is None:
-        return (str(var) if isinstance(var, Constant) else leaf_text(var)), _ATOM
     scalar = getattr(node.op, "scalar_op", None)
     name = getattr(scalar, "name", None)
-    args = [_pp(i) for i in node.inputs]
+    args = [texts[i] if i in texts else _pp_leaf(i) for i in node.inputs]
     if name in _INFIX and len(args) == 2:
         symbol, prec = _INFIX[name]
         left = args[0][0] if args[0][1] >= prec else f"({args[0][0]})"
