@@ -88,7 +88,7 @@ def generate_call(plan):
         lines += ["    except BaseException:"] + [f"        {c}" for c in clear_gc] + ["        raise"]
     lines += clears
     lines += [f"    s{k}[0] = v{k}" for k in range(len(plan.updates))]
-    freed_early = {id(c) for cells in plan.frees_after for c in cells}
+    freed_early = {id(c) for cells in _early_frees(plan)[0] for c in cells}
     at_end = [(cell, c) for cell, c in zip(plan.gc_cells, clear_gc) if id(cell) not in freed_early]
     if len(at_end) > UNROLL_LIMIT:
         ns["gc_end"] = tuple(cell for cell, _ in at_end)
@@ -180,6 +180,15 @@ def _input_lines(ns, plan):
     return lines
 
 
+def _early_frees(plan):
+    """(cells freed after each thunk, buffer inherited before each thunk) -- none while hooks are
+    installed: DebugMode compares every thunk's inputs before and after it ran, and the profiler
+    reads every input's shape when the call has computed everything."""
+    if plan.hooks or not plan.frees_after:
+        return [()] * len(plan.thunks), [None] * len(plan.thunks)
+    return plan.frees_after, plan.inherit_before
+
+
 def _thunk_lines(ns, plan, hooks, clear_gc):
     """Run every thunk in order; on failure free the buffers and raise the error naming the node."""
     if not plan.thunks:
@@ -189,9 +198,7 @@ def _thunk_lines(ns, plan, hooks, clear_gc):
         ns[f"hb{j}"] = method
     for j, method in enumerate(finished):
         ns[f"he{j}"] = method
-    frees = plan.frees_after or [()] * len(plan.thunks)
-    # hooks (DebugMode, profiling) watch every thunk's inputs: no op writes into one while they look
-    inherits = plan.inherit_before if plan.inherit_before and not plan.hooks else [None] * len(plan.thunks)
+    frees, inherits = _early_frees(plan)
     lines = ["    i = 0", "    try:"]
     if len(plan.thunks) > UNROLL_LIMIT and not started and not finished:
         # a big graph: one line per thunk would cost more to compile than the loop costs to run
