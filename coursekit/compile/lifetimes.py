@@ -19,6 +19,7 @@ call anyway (inputs, shared values, constants) are never freed here.
 from __future__ import annotations
 
 from ..graph import Constant
+from ..tensor.elemwise import Elemwise
 
 
 def buffer_lifetimes(inputs, nodes, carried_out, borrowed=()):
@@ -68,8 +69,6 @@ def buffer_lifetimes(inputs, nodes, carried_out, borrowed=()):
 
 def _may_inherit(node):
     """Elementwise CPU ops write their result into the buffer in their output cell when it fits."""
-    from ..tensor.elemwise import Elemwise
-
     return type(node.op) is Elemwise and node.op.device == "cpu" and len(node.outputs) == 1
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 
-from ..graph import Apply, Constant, Variable
+from ..graph import Apply, Constant, Variable, apply_nodes_between
 
 
 # --------------------------------------------------------------- what to draw
@@ -171,8 +171,6 @@ def pp(obj):
 def _pp(var):
     """(text, precedence) of a variable.  The nodes are written in topological order, each
     from its inputs' texts (no recursion: a graph 10,000 ops deep prints too)."""
-    from ..graph import apply_nodes_between
-
     texts = {}
     for node in apply_nodes_between([], [var]):
         for out in node.outputs:
