@@ -257,15 +257,7 @@ class _Watch:
             self.group.kill()
             _kill_group(self.process.pid)
             return
-        for _ in range(5):
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+        sandbox.kill_until_gone(self.pids, rounds=5)
 
 
 _LIVE: dict[int, _Watch] = {}  # runner pid -> its watch, for kill_all()

@@ -286,16 +286,7 @@ class RunGroup:
                 (self.dirs[0] / "cgroup.kill").write_text("1")
             except OSError:
                 pass
-        for _ in range(50):       # processes may fork while we kill: repeat until the group is empty
-            pids = self.pids()
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.02)
+        kill_until_gone(self.pids, rounds=50, pause=0.02)
 
     def close(self) -> None:
         self.kill()
@@ -308,6 +299,21 @@ class RunGroup:
                     break
                 except OSError:
                     time.sleep(0.02)
+
+
+def kill_until_gone(find_pids, rounds: int, pause: float = 0.0) -> None:
+    """SIGKILL what ``find_pids()`` returns, again and again (processes may fork while we kill)."""
+    for _ in range(rounds):
+        pids = find_pids()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        if pause:
+            time.sleep(pause)
 
 
 def processes_of_run(token: str, root_pids: set[int]) -> set[int]:

@@ -90,18 +90,28 @@ def max_and_argmax(x, axis=None, keepdims=False):
     return tmax(x, axis=axis, keepdims=keepdims), argmax(x, axis=axis, keepdims=keepdims)
 
 
-class Sort(Op):
-    """Sorted copy along ``axis`` (``None``: the flattened tensor)."""
+class _AlongAxis(Op):
+    """What Sort and ArgSort share: an axis (``None``: the flattened tensor), a kind, one output."""
 
     __props__ = ("axis", "kind")
 
     def __init__(self, axis=-1, kind="quicksort"):
         self.axis, self.kind = axis, kind
 
+    def output_dtype(self, x):
+        raise NotImplementedError
+
     def make_node(self, x):
         x = as_tensor_variable(x)
         bcast = (False,) if self.axis is None else x.type.broadcastable
-        return Apply(self, [x], [TensorType(x.type.dtype, bcast).make_variable()])
+        return Apply(self, [x], [TensorType(self.output_dtype(x), bcast).make_variable()])
+
+
+class Sort(_AlongAxis):
+    """Sorted copy along ``axis`` (``None``: the flattened tensor)."""
+
+    def output_dtype(self, x):
+        return x.type.dtype
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.sort(inputs[0], axis=self.axis, kind=self.kind)
@@ -111,18 +121,11 @@ class Sort(Op):
         return [UnsortGrad(self.axis)(x, gz)]
 
 
-class ArgSort(Op):
+class ArgSort(_AlongAxis):
     """Indices that sort the tensor along ``axis`` (int64, no gradient)."""
 
-    __props__ = ("axis", "kind")
-
-    def __init__(self, axis=-1, kind="quicksort"):
-        self.axis, self.kind = axis, kind
-
-    def make_node(self, x):
-        x = as_tensor_variable(x)
-        bcast = (False,) if self.axis is None else x.type.broadcastable
-        return Apply(self, [x], [TensorType("int64", bcast).make_variable()])
+    def output_dtype(self, x):
+        return "int64"
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.argsort(inputs[0], axis=self.axis, kind=self.kind).astype("int64")
