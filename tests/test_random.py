@@ -16,14 +16,6 @@ from coursekit.tensor.shared_randomstreams import RandomStreams
 STREAMS = [RandomStreams, MRG_RandomStreams]
 
 
-@pytest.fixture(params=["cpu", "sim"])
-def device(request):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with theano.config.change(device=request.param):
-            yield request.param
-
-
 def test_mrg32k3a_matches_lecuyers_reference_output():
     # L'Ecuyer's MRG32k3a with every seed component 12345 starts 0.127011, 0.318528 (to the digits published);
     # a wrong multiplier or modulus gives unrelated numbers

@@ -16,14 +16,6 @@ from coursekit.scan_module import ScanError
 RNG = np.random.default_rng(1)
 
 
-@pytest.fixture(params=["cpu", "sim"])
-def device(request):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with theano.config.change(device=request.param):
-            yield request.param
-
-
 def test_the_tutorials_power_and_polynomial(device):
     k, A = T.iscalar("k"), T.vector("A")
     result, updates = theano.scan(lambda prior, A: prior * A, outputs_info=T.ones_like(A), non_sequences=A, n_steps=k)

@@ -5,7 +5,6 @@ where it has a gradient, with finite differences (``verify_grad``).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -24,14 +23,6 @@ RNG = np.random.default_rng(0)
 
 def floats(shape):
     return RNG.standard_normal(shape)
-
-
-@pytest.fixture(params=["cpu", "sim"])
-def device(request):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        with theano.config.change(device=request.param):
-            yield request.param
 
 
 # ------------------------------------------------------------ advanced indexing
