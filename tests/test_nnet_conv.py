@@ -160,3 +160,29 @@ def test_conv_and_pool_run_on_the_gpu_device_with_the_cpus_results():
     assert {"GpuConv2d", "GpuPool", "GpuPoolGrad", "GpuConv2dGradInput", "GpuConv2dGradWeights"} <= ops
     for a, b in zip(results["cpu"], results["sim"]):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_and_log_softmax_stay_on_the_gpu_device_in_a_training_step():
+    """A classifier's step on device=sim keeps its scores on the device: GpuSoftmax/GpuLogSoftmax, no
+    HostFromGpu/GpuFromHost inside (before, Softmax ran on the host and cost a download and an upload of
+    the score matrix per call); values and gradients equal the CPU's."""
+    import warnings
+
+    xv = RNG.standard_normal((13, 7)).astype("float32")
+    tv = np.eye(5, dtype="float32")[RNG.integers(0, 5, 13)]
+    wv = RNG.standard_normal((7, 5)).astype("float32")
+    results = {}
+    for device in ("cpu", "sim"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with theano.config.change(device=device, floatX="float32"):
+                x, t, w = theano.shared(xv), theano.shared(tv), theano.shared(wv.copy())
+                scores = T.dot(x, w)
+                loss = -(t * T.log(T.nnet.softmax(scores))).sum() + (t * T.nnet.log_softmax(scores)).sum() ** 2
+                step = theano.function([], [], updates=[(w, w - 0.01 * theano.grad(loss, w))])
+                step()
+                results[device] = np.asarray(w.get_value())
+                names = [type(n.op).__name__ for n in step.toposort()]
+    assert "GpuSoftmax" in names and "GpuLogSoftmax" in names, names
+    assert not [n for n in names if n in ("HostFromGpu", "GpuFromHost")], names
+    np.testing.assert_allclose(results["cpu"], results["sim"], rtol=1e-5, atol=1e-6)

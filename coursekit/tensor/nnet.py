@@ -1,18 +1,24 @@
 """Neural-network helpers (``T.nnet.sigmoid`` and friends, as in Theano)."""
 from __future__ import annotations
 
-import numpy as np
-
-from ..graph import Apply, Op
+from ..graph import Apply
 from .math import log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
 from .type import host_like
+from .xpop import XpOp
 from .var import as_tensor_variable
 from . import conv  # noqa: E402,F401  (Theano's T.nnet.conv.conv2d)
 from .conv import conv2d  # noqa: E402,F401
 
 
-class Softmax(Op):
-    """Softmax over the last axis, computed stably (subtract the max first)."""
+class Softmax(XpOp):
+    """Softmax over the last axis, computed stably (subtract the max first).
+
+    Written against ``xp`` with a GPU twin (``GpuSoftmax``), as Theano had: a classifier's output layer
+    on a GPU device otherwise leaves the device, and its training step pays a download and an upload
+    of the whole score matrix on every call.
+    """
+
+    gpu_name = "GpuSoftmax"
 
     def make_node(self, x):
         x = as_tensor_variable(x)
@@ -20,9 +26,9 @@ class Softmax(Op):
             raise TypeError(f"softmax takes a vector or a matrix, got {x.type}")
         return Apply(self, [x], [host_like(x)])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x = inputs[0]
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        e = xp.exp(x - x.max(axis=-1, keepdims=True))
         e /= e.sum(axis=-1, keepdims=True)
         output_storage[0][0] = e
 
@@ -55,8 +61,10 @@ def categorical_crossentropy(coding_dist, true_dist):
     return -tsum(true_dist * log(coding_dist), axis=-1)
 
 
-class LogSoftmax(Op):
+class LogSoftmax(XpOp):
     """log(softmax(x)) over the last axis, computed as x - max - log(sum(exp(x - max))): no log(0)."""
+
+    gpu_name = "GpuLogSoftmax"
 
     def make_node(self, x):
         x = as_tensor_variable(x)
@@ -64,10 +72,10 @@ class LogSoftmax(Op):
             raise TypeError(f"log_softmax takes a vector or a matrix, got {x.type}")
         return Apply(self, [x], [host_like(x)])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x = inputs[0]
         shifted = x - x.max(axis=-1, keepdims=True)
-        output_storage[0][0] = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+        output_storage[0][0] = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))
 
     def L_op(self, inputs, outputs, output_grads):
         from .math import exp
