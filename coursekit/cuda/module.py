@@ -108,13 +108,16 @@ class SourceModule:
             sig = _instantiate(sig, name)
         if self.backend_kind == "cupy":
             from .gpu import CupyKernel
-            return CupyKernel(self._gpu, sig, name)
-        from .emulator import EmulatorKernel
-        names = [n for n, _ in self._entries]
-        if name not in names:
-            raise CudaError(f"{name!r} was not among the name_expressions this module was compiled with: "
-                            f"{list(self.name_expressions)}")
-        return EmulatorKernel(self, sig, names.index(name))
+            kernel = CupyKernel(self._gpu, sig, name)
+        else:
+            from .emulator import EmulatorKernel
+            names = [n for n, _ in self._entries]
+            if name not in names:
+                raise CudaError(f"{name!r} was not among the name_expressions this module was compiled with: "
+                                f"{list(self.name_expressions)}")
+            kernel = EmulatorKernel(self, sig, names.index(name))
+        kernel.device = self.device  # the Device that runs it: timings ask it whether it is simulated
+        return kernel
 
     def __repr__(self):
         return f"<coursekit.cuda.SourceModule kernels={list(self.kernels)} backend={self.backend}>"
