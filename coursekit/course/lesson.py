@@ -48,11 +48,15 @@ def device_label():
 class Timing:
     """Seconds per call, where they were measured, and (for GPU graphs) the modelled time.
 
-    ``best``/``median``: measured.  ``modelled``: a
-    :class:`coursekit.modelled.ModelledCall` (its ``device`` part is modelled,
-    its ``host`` part is this measurement minus the measured device ops) or
-    None.  ``blas_threads``: the BLAS thread count during the measurement
-    (None: not pinned).
+    ``best``/``median``: measured.  ``device``: where it ran, in words.
+    ``ran_on``: the :class:`~coursekit.devices.device.Device` that ran it
+    (None for a plain callable: it ran where its label says), and
+    ``emulated``: a hand-written CUDA kernel run by the CPU emulator.
+    "Simulated?" is asked of ``ran_on``, never read from the label.
+    ``modelled``: a :class:`coursekit.modelled.ModelledCall` (its ``device``
+    part is modelled, its ``host`` part is this measurement minus the
+    measured device ops) or None.  ``blas_threads``: the BLAS thread count
+    during the measurement (None: not pinned).
     """
 
     best: float
@@ -61,15 +65,16 @@ class Timing:
     device: str
     modelled: object = None
     blas_threads: int | None = None
+    ran_on: object = None
+    emulated: bool = False
 
     @property
     def simulated(self):
-        return "simulated" in self.device.lower() or "emulat" in self.device.lower()
+        return bool(self.ran_on is not None and self.ran_on.simulated)
 
     def __str__(self):
-        lowered = self.device.lower()
-        note = (" (emulator: CPU time, not a GPU timing)" if "emulat" in lowered else
-                " (simulated GPU: CPU time)" if "simulated" in lowered else "")
+        note = (" (emulator: CPU time, not a GPU timing)" if self.emulated and self.simulated else
+                " (simulated GPU: CPU time)" if self.simulated else "")
         blas = f", {self.blas_threads} BLAS thread" if self.blas_threads else ""
         return f"{format_seconds(self.best)} per call measured{note}{blas}"
 
@@ -167,32 +172,38 @@ def _time(fn, args, number, repeat, warmup, device, sync):
         if sync:
             synchronize()
         samples.append((time.perf_counter() - start) / number)
-    return Timing(min(samples), statistics.median(samples), number * repeat, _where_it_ran(fn, device))
+    label, ran_on, emulated = _where_it_ran(fn, device)
+    return Timing(min(samples), statistics.median(samples), number * repeat, label, ran_on=ran_on,
+                  emulated=emulated)
 
 
 def _where_it_ran(fn, device=None):
-    """The label of a timing: where ``fn`` really ran, whatever ``config.device`` says now.
+    """(label, Device or None, emulated?) of a timing: where ``fn`` really ran, whatever ``config.device`` says.
 
-    A compiled function knows (and a function compiled for a GPU whose ops all stayed on the host,
-    e.g. float64, ran on the CPU); a coursekit.cuda kernel knows its backend. Only a plain callable
-    takes the caller's ``device`` label, else the current setting. The function's own answer wins
-    over ``device=``: a label passed from ``device_label()`` under COURSEKIT_FLAGS=device=gpu
-    would call a CPU function's row a GPU row.
+    A compiled function carries its Device (and a function compiled for a GPU whose ops all stayed on
+    the host, e.g. float64, ran on the CPU); a coursekit.cuda kernel carries the Device that runs it.
+    A plain callable takes the caller's ``device`` (a Device, a kernel the callable launches, or a
+    label naming where it runs: no device was involved), else the current device. The function's own answer wins over ``device=``:
+    a label passed from ``device_label()`` under COURSEKIT_FLAGS=device=gpu would call a CPU
+    function's row a GPU row.
     """
+    from ..devices import Device, current, get
     from ..profiling import op_kind
 
     nodes = getattr(fn, "nodes", None)
     own = getattr(fn, "device", None)
-    if own and nodes is not None and hasattr(fn, "storage_map"):
+    if isinstance(own, Device) and nodes is not None and hasattr(fn, "storage_map"):
         if not any(op_kind(node.op) in ("gpu", "transfer") for node in nodes):
-            from ..devices import CPUDevice
-
-            return CPUDevice.label
-        return own
-    backend = getattr(fn, "backend", None)  # a coursekit.cuda kernel says where it runs
-    if isinstance(backend, str):
-        return f"CUDA kernel on the {backend}"
-    return device or own or device_label()
+            own = get("cpu")
+        return own.label, own, False
+    for kernel in (fn, device):  # a coursekit.cuda kernel (timed itself, or named as what a lambda runs)
+        if isinstance(getattr(kernel, "device", None), Device) and isinstance(getattr(kernel, "backend", None), str):
+            return f"CUDA kernel on the {kernel.backend}", kernel.device, kernel.device.raw_kernels == "emulator"
+    if isinstance(device, Device):
+        return device.label, device, False
+    if device:
+        return device, None, False
+    return device_label(), current(), False
 
 
 def comparison(timings, baseline=None, caption=None):
