@@ -21,13 +21,15 @@ class FunctionGraph:
     Fields filled in while compiling:
 
     * ``rewrite_log``: ``(stage, rewrite name, what it changed)`` for every rewrite that fired;
-    * ``device_label``: where the graph was placed (``None`` until placement ran: the CPU);
+    * ``device``: the :class:`~coursekit.devices.device.Device` placement compiled the graph for
+      (``None`` until placement ran: the CPU); the compiled function carries it, and every
+      "GPU? simulated?" question about the function asks it;
     * ``placed``: whether GPU placement ran (it runs once per graph);
     * ``reference``: DebugMode's unrewritten copy of the graph (``None`` otherwise).
     """
 
     __slots__ = ("inputs", "outputs", "n_user_inputs", "n_outputs", "update_targets", "rewrite_log",
-                 "device_label", "placed", "reference", "clients", "apply_nodes", "_order", "_input_set", "changes")
+                 "device", "placed", "reference", "clients", "apply_nodes", "_order", "_input_set", "changes")
 
     def __init__(self, inputs, outputs, n_outputs=None, update_targets=(), n_user_inputs=None):
         self.inputs = list(inputs)
@@ -39,7 +41,7 @@ class FunctionGraph:
                              f"and {len(self.update_targets)} update values")
         self.n_user_inputs = len(self.inputs) if n_user_inputs is None else n_user_inputs
         self.rewrite_log = []
-        self.device_label = None
+        self.device = None
         self.placed = False
         self.reference = None
         self._input_set = set(self.inputs)

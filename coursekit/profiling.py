@@ -73,7 +73,8 @@ class _FunctionRecord:
 
     def __init__(self, fn):
         self.fn_ref = weakref.ref(fn)
-        self.name, self._device = str(getattr(fn, "name", "?")), str(getattr(fn, "device", "?"))
+        self.name = str(getattr(fn, "name", "?"))
+        self.device_object = fn.device  # the function's Device: "simulated?" is asked of it, not of its label
         self.nodes = list(fn.nodes)
         self.kinds = [op_kind(node.op) for node in self.nodes]
         self.sync_after = [getattr(node.op, "device", "cpu") == "gpu" for node in self.nodes]
@@ -93,8 +94,12 @@ class _FunctionRecord:
 
     @property
     def device(self):
-        fn = self.fn_ref()
-        return str(getattr(fn, "device", self._device)) if fn is not None else self._device
+        """Where the function ran, in words (for tables; decisions read ``device_object``)."""
+        return self.device_object.label
+
+    @property
+    def simulated(self):
+        return bool(self.device_object.simulated)
 
     # ---------------------------------------------------------- hook events
     def call_started(self, args):
@@ -185,7 +190,7 @@ class ProfileStats:
     @property
     def simulated(self):
         """True when any profiled function ran on the simulated GPU (its times are CPU times)."""
-        return any("sim" in d.lower() for d in self.devices)
+        return any(r.simulated for r in self.records)
 
     def apply_rows(self):
         """One row per Apply node (every function), slowest first."""

@@ -92,7 +92,7 @@ def test_every_library_local_rewrite_declares_what_it_tracks():
 def test_function_graph_declares_its_fields():
     x = T.dvector("x")
     fg = FunctionGraph([x], [T.exp(x)])
-    assert (fg.n_outputs, fg.update_targets, fg.rewrite_log, fg.device_label, fg.placed, fg.reference) == \
+    assert (fg.n_outputs, fg.update_targets, fg.rewrite_log, fg.device, fg.placed, fg.reference) == \
         (1, [], [], None, False, None)
     with pytest.raises(AttributeError):
         fg.some_new_field = 1

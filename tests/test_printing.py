@@ -138,7 +138,7 @@ def test_function_html_lists_ops_device_picture_and_source():
     page = function_html(f)
     for node in f.nodes:
         assert html.escape(str(node.op)) in page
-    assert f.device in page and '<img src="data:image/png;base64,' in page and "<details>" in page
+    assert f.device.label in page and '<img src="data:image/png;base64,' in page and "<details>" in page
     assert "<svg" not in page, "sanitised (untrusted) HTML drops inline SVG: embed the PNG"
     assert html.escape(f.source.splitlines()[0]) in page
     assert f._repr_html_() == page

@@ -15,7 +15,7 @@ import pytest  # noqa: E402
 
 import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
-from coursekit import profiling  # noqa: E402
+from coursekit import devices, profiling  # noqa: E402
 from coursekit.profiling import ProfileStats  # noqa: E402
 from fake_gpu_ops import FakeGpuExp, FakeTransfer  # noqa: E402
 
@@ -101,8 +101,9 @@ def test_cpu_gpu_transfer_line_with_bytes_and_synchronisation(monkeypatch):
 
 
 def test_simulated_device_is_labelled_as_cpu_times():
-    f, _ = small_function()
-    f.device = "simulated GPU (NumPy on the CPU)"  # as the simulated device labels its functions
+    with theano.config.change(device="sim"):
+        f, _ = small_function()
+    assert f.device is devices.get("sim")
     f(np.ones(5, dtype="float32"))
     f(np.ones(5, dtype="float32"))
     text = f.profile.summary(file="str")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import config
+from ..devices import get as get_device
 from ..devices.simarray import is_device_array
 from ..graph import Constant, format_trace
 from ..profiling import ProfileStats
@@ -57,7 +58,7 @@ class Function:
         linker_name = getattr(mode, "linker", None) or config.linker
         self.allow_gc = config.allow_gc and not linker_name.endswith("_nogc")  # Theano's vm_nogc/cvm_nogc
         self.trust_input = trust_input
-        self.device = fgraph.device_label or "CPU (NumPy)"
+        self.device = fgraph.device or get_device("cpu")  # the Device object: ask it, never its label
         self._allow_downcast = allow_input_downcast
         self._hooks = []
         self._turn = [True]  # one call at a time: a call owns the storage cells while it runs (callgen.py)

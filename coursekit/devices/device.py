@@ -132,6 +132,10 @@ class Device:
     def __repr__(self):
         return f"<device {self.name}: {self.label}>"
 
+    def __str__(self):
+        """The label, for messages and tables (decisions read the attributes, never this text)."""
+        return self.label
+
 
 class CPUDevice(Device):
     """Host memory, NumPy kernels."""

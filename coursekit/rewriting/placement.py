@@ -123,7 +123,7 @@ def place_on_device(fgraph):
     fgraph.placed = True
     device = current()
     target = device if device.is_gpu else None
-    fgraph.device_label = device.label
+    fgraph.device = device
     needs_work = target is not None or any(isinstance(v.type, GpuArrayType) for v in fgraph.variables())
     if not needs_work:
         return 0
