@@ -195,6 +195,18 @@ def test_updates_keep_shared_values_on_the_device(sim):
     np.testing.assert_array_equal(w.get_value(), 0.5)
 
 
+def test_shape_of_a_device_shared_variable_needs_no_download(sim):
+    """x.shape read first (before any other reader of x) takes the device value's shape: no HostFromGpu.
+
+    Regression: the placement pass downloaded the whole matrix to read its shape when Shape was x's first
+    reader (e.g. the size of a random mask, ``srng.binomial(size=x.shape)``)."""
+    x = theano.shared(f32(5, 3), name="x")
+    f = theano.function([], [], updates={x: x * T.cast(T.prod(x.shape), "float32")})
+    assert not any(isinstance(n.op, HostFromGpu) for n in f.toposort()), names(f)
+    f()
+    np.testing.assert_allclose(x.get_value(), f32(5, 3) * 15)
+
+
 def test_shared_device_value_used_on_the_cpu_device(sim):
     w = theano.shared(np.ones(3, "float32"))
     with theano.config.change(device="cpu"):

@@ -49,6 +49,15 @@ class _Placer:
         self.host_of[var] = result
         return result
 
+    def device_value(self, var):
+        """``var`` where it already lives on the device (a device shared variable, or a lifted node's output), else None.
+
+        A shape-only op reads that without a transfer, even when it is the value's first reader.
+        """
+        if var in self.dev_of:
+            return self.dev_of[var]
+        return var if isinstance(var.type, GpuArrayType) else None
+
     def dev(self, var, target=None):
         target = target or self.target
         if var in self.dev_of:
@@ -93,7 +102,8 @@ class _Placer:
                 self.dev_of[old] = out
             return
         shape_only = getattr(op, "shape_only", False)
-        inputs = [self.dev_of[v] if shape_only and v in self.dev_of else self.host(v) for v in node.inputs]
+        inputs = [self.device_value(v) if shape_only and self.device_value(v) is not None else self.host(v)
+                  for v in node.inputs]
         if all(a is b for a, b in zip(inputs, node.inputs)):
             new_outputs = node.outputs
         else:
