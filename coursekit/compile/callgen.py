@@ -39,6 +39,7 @@ class CallPlan:
     single: bool
     filter_input: object  # filter_input(pos, value) -> validated value (raises a clear error)
     thunk_error: object   # thunk_error(index, exc): raises the error that names the node
+    bind: object = None   # bind(positional, named): fills defaults, checks names, calls again
     trust_input: bool = False
     hooks: list = field(default_factory=list)
     turn: list = None          # the function's turn (one token): one call at a time, it owns the storage cells
@@ -53,8 +54,8 @@ UNROLL_LIMIT = 200  # thunks; past this (and with no per-thunk hook) the call ru
 def generate_call(plan):
     """(source text, callable) of the call described by ``plan``."""
     ns = {"ndarray": np.ndarray, "generic": np.generic, "asarray": np.asarray,
-          "filt": plan.filter_input, "error": plan.thunk_error}
-    lines = [f"def call({', '.join(f'a{i}' for i in range(len(plan.input_cells)))}):"]
+          "filt": plan.filter_input, "error": plan.thunk_error, "MISSING": MISSING, "bind": plan.bind}
+    lines = _signature_lines(len(plan.input_cells))
     hooks = {event: hook_methods(plan.hooks, event) for event in
              ("call_started", "thunk_started", "thunk_finished", "call_failed", "call_computed", "call_finished")}
     args_tuple = "(" + "".join(f"a{i}, " for i in range(len(plan.input_cells))) + ")"
@@ -101,10 +102,29 @@ def generate_call(plan):
     else:
         lines.append(f"    return [{', '.join(results)}]")
     if plan.turn is not None:
-        lines = lines[:1] + _locked(ns, plan, lines[1:])
+        lines = lines[:3] + _locked(ns, plan, lines[3:])  # arguments are sorted out before taking the turn
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<coursekit function {plan.name}>", "exec"), ns)
     return source, ns["call"]
+
+
+MISSING = object()  # an argument the caller did not pass positionally
+
+
+def _signature_lines(n):
+    """``def call(a0=MISSING, ..., /, *extra, **named)``: the common call -- every input by
+    position -- goes straight on; anything else (names, defaults, a wrong count) is handed to
+    ``bind``, which sorts the arguments out (or says what is wrong) and calls again.
+
+    The call *is* ``f.__call__`` (see ``Function.__call__``), so a call costs one Python
+    frame, not two."""
+    if not n:
+        return ["def call(*extra, **named):", "    if extra or named:", "        return bind(extra, named)"]
+    params = "".join(f"a{i}=MISSING, " for i in range(n))
+    given = "".join(f"a{i}, " for i in range(n))
+    return [f"def call({params}/, *extra, **named):",
+            f"    if extra or named or a{n - 1} is MISSING:",
+            f"        return bind(({given}*extra), named)"]
 
 
 def _locked(ns, plan, body):

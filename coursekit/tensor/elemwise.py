@@ -8,6 +8,8 @@ gradient (sum over broadcast axes) and the GPU code generator rely on.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from ..graph import Apply, Constant
@@ -81,7 +83,18 @@ class Elemwise(XpOp):
         cell = storage_map[node.outputs[0]]
         check = _broadcast_checker(node)
         fits = fits_buffer
-        if len(ins) == 1:
+        operator_fn = _scalar_operator(node)
+        if operator_fn is not None and len(ins) == 2:
+            a, b = ins
+
+            def thunk():  # 0-d: NumPy's scalar arithmetic (the same result, without a ufunc call)
+                cell[0] = asarray(operator_fn(a[0][()], b[0][()]))
+        elif operator_fn is not None:
+            (a,) = ins
+
+            def thunk():
+                cell[0] = asarray(operator_fn(a[0][()]))
+        elif len(ins) == 1:
             (a,) = ins
 
             def thunk():
@@ -164,6 +177,22 @@ def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
                 break
 
     return run
+
+
+# Ops whose Python operator on NumPy scalars gives exactly the ufunc's result (same dtype rules,
+# same IEEE arithmetic and warnings), at a tenth of a ufunc call's cost on 0-d values (W2).
+_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "true_div": operator.truediv,
+              "neg": operator.neg}
+
+
+def _scalar_operator(node):
+    """The operator for a 0-d float node whose inputs all have its output's dtype, else None."""
+    out = node.outputs[0].type
+    if out.ndim or out.dtype not in ("float32", "float64") or node.op.scalar_op.name not in _OPERATORS:
+        return None
+    if any(v.type.dtype != out.dtype for v in node.inputs):
+        return None
+    return _OPERATORS[node.op.scalar_op.name]
 
 
 def _squeezed_constant_cell(var, node):
