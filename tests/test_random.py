@@ -95,6 +95,33 @@ def test_mrg_runs_on_the_gpu_device_with_the_same_numbers_as_on_the_cpu():
         np.testing.assert_array_equal(a, b)
 
 
+def test_mrg_state_stays_on_the_gpu_device_so_a_corrupting_step_moves_nothing():
+    """A denoising step on device=sim: the MRG state lives in device memory (GpuMRGUniform reads and updates it
+    there) and the mask's size comes from the device value's shape, so the step has no transfer op at all.
+    Regression: the int64 state lived on the host (an upload and a download per call). seed() still replays,
+    and a function compiled on the CPU still draws the same numbers from the device-resident state."""
+    data = np.random.default_rng(3).random((9, 6)).astype("float32")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with theano.config.change(device="sim"):
+            x = theano.shared(data, name="x")
+            srng = MRG_RandomStreams(seed=21)
+            mask = srng.binomial(size=x.shape, n=1, p=0.5, dtype="float32")
+            draw = theano.function([], mask)
+            step = theano.function([], [], updates={x: x * mask + 0.5})
+        names = [type(n.op).__name__ for n in step.toposort()]
+        assert "GpuMRGUniform" in names and not {"HostFromGpu", "GpuFromHost"} & set(names), names
+        first = np.asarray(draw())
+        srng.seed(21)
+        np.testing.assert_array_equal(np.asarray(draw()), first)
+        with theano.config.change(device="cpu"):
+            on_cpu = theano.function([], mask)
+        srng.seed(21)
+        np.testing.assert_array_equal(on_cpu(), first)
+        step()
+    assert set(np.unique(x.get_value())) <= {0.5} | set(np.unique(data + 0.5))
+
+
 def test_corruption_from_a_random_stream_with_a_symbolic_shape():
     srng = RandomStreams(seed=1)
     x = T.fmatrix("x")

@@ -27,6 +27,8 @@ import numpy as np
 from .. import tensor as T
 from ..compile.sharedvalue import shared
 from ..config import config
+from ..devices import current
+from ..devices.types import GpuArrayType
 from ..graph import Constant, Variable
 from . import mrg
 from .ops import MRGUniform, NumpyRandom, OneHot, SearchCDF, pcg_state_vector
@@ -69,6 +71,21 @@ def _known_length(vector, what):
         return len(owner.inputs)
     raise TypeError(f"{what}: the length of the size vector {vector} is not known when the graph is built; "
                     "pass ndim=... as well, or a tuple of sizes")
+
+
+def _state_on_device(state):
+    """On a GPU device, keep an MRG state (int64) in device memory, where ``GpuMRGUniform`` reads and updates it.
+
+    Shared variables go to the device only when they are float32, so the state would otherwise cross the
+    bus twice on every call (an upload to draw, a download to store the advanced state), as Theano's GPU
+    MRG avoided by keeping its state on the GPU.
+    """
+    device = current()
+    if device.is_gpu and not isinstance(state.type, GpuArrayType):
+        value = state.container.storage[0]
+        state.type = state.container.type = GpuArrayType(value.dtype.name, state.type.broadcastable, device)
+        state.container.storage[0] = device.to_device(value)
+    return state
 
 
 class _Streams:
@@ -165,8 +182,8 @@ class MRG_RandomStreams(_Streams):  # noqa: N801 - Theano's name
         if nstreams is None:
             known = size_var.data if isinstance(size_var, Constant) else None
             nstreams = int(min(np.prod(known), 4096)) if known is not None else 1024
-        state = shared(mrg.substreams(self._take_start(), max(int(nstreams), 1)),
-                       name=f"mrg_state_{len(self.state_updates)}")
+        state = _state_on_device(shared(mrg.substreams(self._take_start(), max(int(nstreams), 1)),
+                                        name=f"mrg_state_{len(self.state_updates)}"))
         new_state, sample = MRGUniform(np.dtype(dtype).name, size_len)(state, size_var)
         return self._track(state, new_state, sample), size_var, size_len
 
