@@ -43,10 +43,13 @@ def device_array_type(device):
     return device.array_type
 
 
-def test_sim_array_refuses_implicit_conversion():
+def test_sim_array_refuses_numpy_arithmetic_but_copies_for_asarray():
     a = SimArray.from_host(np.arange(3, dtype="float32"))
-    with pytest.raises(TypeError, match="Implicit conversion.*get"):
-        np.asarray(a)
+    copied = np.asarray(a)
+    copied[0] = 99
+    assert a.get()[0] == 0  # numpy.asarray is a copy, as it was for Theano's CudaNdarray
+    with pytest.raises(ValueError, match="copy=False.*device memory"):
+        np.asarray(a, copy=False)
     with pytest.raises(TypeError, match="device memory"):
         np.exp(a)
     host = a.get()

@@ -193,6 +193,9 @@ class SimDevice(GPUDevice):
 
     def to_device(self, host, out=None):
         """Host -> device copy; into ``out`` (the previous device buffer) when it fits."""
+        if type(host) is SimArray:  # numpy.asarray would copy it home and back: a mix-up, not a transfer
+            raise TypeError("to_device: the value is already in the simulated GPU's memory; use it as it is, "
+                            "or .copy() it")
         host = np.asarray(host)
         if fits(out, host, SimArray):
             out._buf[...] = host

@@ -6,9 +6,14 @@ GPU.  The data lives in host RAM, in a NumPy buffer that only this class
 touches, but it is not an ``ndarray``:
 
 * ``.get()`` returns a host copy (as ``cupy.ndarray.get()`` does);
-* ``np.asarray(sim_array)`` is refused, the way CuPy refuses implicit
-  device-to-host conversion, so host/device mix-ups fail loudly here too;
-* arithmetic between a ``SimArray`` and a host array is refused.
+* ``numpy.asarray(sim_array)`` is that same explicit copy, as it was for
+  Theano's ``CudaNdarray`` (the tutorial's ``check2.py`` prints its result
+  this way).  It happens outside any compiled function, so no function's
+  profile counts it as its transfer.  CuPy refuses it on a real GPU: ``.get()``
+  is the spelling that works on both;
+* NumPy arithmetic between a ``SimArray`` and a host array is refused, and so
+  is a coursekit function given one where it expects host data: those are
+  host/device mix-ups, and they fail loudly.
 
 Nothing about it is faster than NumPy.  It is labelled *simulated* everywhere
 it appears, and its timings are never shown as GPU timings.
@@ -80,12 +85,14 @@ class SimArray:
     def __repr__(self):
         return f"<SimArray shape={self.shape} dtype={self.dtype} on the {DEVICE_LABEL}>"
 
-    # -- refuse implicit host conversion, as CuPy does ---------------------
-    def __array__(self, *args, **kwargs):
-        raise TypeError(
-            "Implicit conversion of a simulated-GPU array to a NumPy array is not allowed "
-            "(CuPy refuses it too). Call .get() to copy it to the host explicitly."
-        )
+    # -- numpy.asarray(handle): an explicit copy to the host, as in Theano ----
+    def __array__(self, dtype=None, copy=None):
+        """A host copy (device memory cannot be viewed from the host): ``copy=False`` is an error."""
+        if copy is False:
+            raise ValueError("numpy.asarray(..., copy=False) of a simulated-GPU array: its data lives in device "
+                             "memory, so the host can only get a copy. Drop copy=False, or call .get().")
+        host = self._buf.copy()
+        return host if dtype is None else host.astype(dtype, copy=False)
 
     __array_priority__ = 1000
 
