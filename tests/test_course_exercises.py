@@ -190,6 +190,7 @@ def test_validator_accepts_the_fixture():
         ([new_code_cell("assert 1", metadata={"coursekit": {"id": "a", "points": 1}})], "no 'graded' tag"),
         ([graded("### BEGIN SOLUTION\nassert 1\n### END SOLUTION", "a")], "contains a solution region"),
         ([graded("   ", "a")], "empty"),
+        ([graded("graded_check('b', inputs, probe, judge, seed=1)", "a")], "another id than its own"),
         ([new_markdown_cell("x", metadata={"tags": ["graded"], "coursekit": {"id": "a", "points": 1}})],
          "only code cells"),
         ([new_code_cell("x = 1")], "has no graded cell"),

@@ -28,6 +28,28 @@ notebook as coursekit does:
 A graded cell must not contain a solution region: it is the same in ``solutions/`` and
 ``exercises/``, and it must fail in the exercise notebook because the student's code is missing, not
 because the check itself was stubbed out.
+
+**Verdicts the student's kernel cannot forge.** A graded cell runs in the student's kernel, after
+the student's own cells: code there can rewrite the cell before it runs (an IPython input
+transformer), replace the functions it calls (``np.allclose``, coursekit), or write whatever the
+runner reads from the kernel. So a graded cell should be written as a *probe* and a *judge* with
+:func:`coursekit.course.check.graded_check` (the call names the cell's id)::
+
+    def inputs(rng, small): ...      # the check's data from a seeded generator
+    def probe(**inputs): ...         # calls the student's code; returns observations (plain data)
+    def judge(**inputs_and_observations): ...   # asserts against its own reference
+    graded_check("running-mean", inputs, probe, judge, seed=1101)
+
+In JupyterLab the three run in the kernel and the cell asserts and prints its PASSED line as
+before. When grading, the kernel also writes the observations in a safe format (``.npy`` arrays and
+JSON, never a pickle) and the grader's own process re-runs ``inputs`` and ``judge`` from the
+*reference* source on them (:mod:`coursekit.course.judge`); its verdict is the grade, and a cell
+that reported nothing in the run scores 0 whatever the kernel says. The inputs come from a seed new
+in every grading run. What stays forgeable — the observations themselves, which the student's
+process reports — is spelled out in :mod:`coursekit.course.check`. A graded cell written with
+plain asserts still works, but it judges itself inside the kernel, where all of the above can fool
+it. The judge sees only the cell's own names: import what ``inputs`` and
+``judge`` use inside the cell; the probe may use anything the notebook defined.
 """
 
 from __future__ import annotations
@@ -141,6 +163,10 @@ def validate_notebook(nb, name: str = "notebook", *, require_graded: bool = Fals
             )
         if not cell.source.strip():
             problems.append(f"{where}: graded cell is empty; it must assert something.")
+        elif "graded_check(" in cell.source and isinstance(cell_id, str) and not re.search(
+                r"graded_check\(\s*[\"']" + re.escape(cell_id) + r"[\"']", cell.source):
+            problems.append(f"{where}: the cell calls graded_check with another id than its own; write "
+                            f"graded_check({cell_id!r}, inputs, probe, judge, seed=...).")
         try:
             regions = find_regions(cell.source, where=where)
         except ExerciseError as exc:

@@ -207,8 +207,30 @@ def restore_graded(submission, reference: Reference):
     return nb, {c.id: placed.get(c.id) for c in reference.cells}
 
 
-def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_timeout, executed_dir=None):
-    """Scores for one student's notebook (``path`` None: not submitted)."""
+def load_reference(path) -> Reference:
+    """One reference notebook (normally ``exercises/NN_name_exercises.ipynb``) with its graded cells."""
+    path = Path(path)
+    nb = nbformat.read(path, as_version=4)
+    return Reference(path.stem, nb, graded_cells(nb))
+
+
+def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60, notebook_timeout=600,
+                   executed_path=None) -> list[Score]:
+    """Grade one notebook against its reference: one :class:`Score` per graded cell of the reference.
+
+    This is the stable entry point for anything that grades (the ``grade`` command, a pytest
+    plugin): ``path`` is the submission (None: not handed in), ``reference`` a :class:`Reference`
+    or the path of the reference notebook. It reads the submission (an unreadable file scores 0
+    with the reason), restores every graded cell from the reference (:func:`restore_graded`),
+    runs the result with :func:`coursekit.course.runner.run_notebook` in a fresh temporary folder
+    with the grading environment (:data:`GRADING_ENV`: CUDA bounds checking) inside this machine's
+    sandbox, and scores each graded cell: its points when it passed — for a cell written with
+    :func:`coursekit.course.check.graded_check`, when the grader's judge accepted what it reported —
+    otherwise 0 and the reason. ``executed_path`` keeps the executed notebook for reading. Never
+    raises for what the submission does.
+    """
+    if not isinstance(reference, Reference):
+        reference = load_reference(reference)
 
     def all_zero(reason):
         return [Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells]
@@ -219,14 +241,13 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
         submission = nbformat.read(path, as_version=4)
     except Exception as exc:  # not JSON, not a notebook: the student still gets a row per cell
         return all_zero(f"unreadable notebook: {type(exc).__name__}: {exc}"[:200])
-    executed = Path(executed_dir) / student / f"{reference.name}.ipynb" if executed_dir else None
     try:
         restored, where = restore_graded(submission, reference)
         with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
             run_path = Path(tmp) / f"{reference.name}.ipynb"
             nbformat.write(restored, run_path)
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed, env=GRADING_ENV)
+                               executed_path=executed_path, env=GRADING_ENV)
     except Exception as exc:  # one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
@@ -239,6 +260,13 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
         scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
                             cell.points, outcome.reason, run.protection))
     return scores
+
+
+def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_timeout, executed_dir=None):
+    """Scores for one student's notebook (``path`` None: not submitted); see :func:`grade_notebook`."""
+    executed = Path(executed_dir) / student / f"{reference.name}.ipynb" if executed_dir else None
+    return grade_notebook(path, reference, student=student, cell_timeout=cell_timeout,
+                          notebook_timeout=notebook_timeout, executed_path=executed)
 
 
 def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=600, jobs=1,

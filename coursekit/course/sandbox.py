@@ -191,11 +191,13 @@ def _bind_args() -> list[str]:
 
 
 def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, str], limits: dict,
-                   cgroup_procs: list[str] | None, bubblewrap: bool) -> list[str]:
+                   cgroup_procs: list[str] | None, bubblewrap: bool, report_dir=None) -> list[str]:
     """The full command that starts a kernel (``kernel_argv``) inside this run's protections.
 
     ``env`` is what the kernel may see (see :func:`sandbox_env`); ``cgroup_procs`` the run's
-    ``cgroup.procs`` files, joined by the launcher before anything can fork.
+    ``cgroup.procs`` files, joined by the launcher before anything can fork; ``report_dir`` the
+    folder where graded cells write their observations (see :mod:`coursekit.course.check`),
+    mounted at the same path.
     """
     config = {"limits": limits, "cgroup": cgroup_procs, "env": None if bubblewrap else env}
     launcher = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "exec", json.dumps(config), "--"]
@@ -208,6 +210,7 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
             "--ro-bind", str(PACKAGE_DIR), f"{LIBRARY_MOUNT}/coursekit",
             "--bind", str(workdir), HOME_MOUNT,
             "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
+            *(["--bind", str(report_dir), str(report_dir)] if report_dir else []),
             "--chdir", HOME_MOUNT, "--clearenv"]
     for key, value in sorted(inside_env.items()):
         args += ["--setenv", key, value]

@@ -1,0 +1,125 @@
+"""What happened to each cell of a run, from the runner child's event log (see :mod:`.execute`).
+
+:func:`read_events` turns the events into one :class:`CellOutcome` per code cell. For a graded cell
+judged outside the kernel (:mod:`coursekit.course.check`) the judge's verdict is the outcome; the
+kernel's own report ("the cell ran without error") never makes such a cell pass by itself.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+TIMEOUT_ENAME = "CoursekitCellTimeout"
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """What happened to one code cell. ``passed`` is True only when it ran and raised nothing (and,
+    for a judged graded cell, when the judge accepted its observations)."""
+
+    passed: bool
+    reason: str
+
+
+@dataclass
+class NotebookRun:
+    """The outcome of every code cell of one run, by cell index (see :meth:`outcome`)."""
+
+    cells: dict[int, CellOutcome] = field(default_factory=dict)
+    default: CellOutcome = CellOutcome(False, "not run")
+    stderr: str = ""
+    protection: str = ""                                      # what the run was protected by
+    judged: set[int] = field(default_factory=set)             # graded cells judged outside the kernel
+
+    def outcome(self, index: int) -> CellOutcome:
+        """The cell's outcome; cells the run never reached get the run's ``default`` reason."""
+        return self.cells.get(index, self.default)
+
+
+def short(text: str, limit: int = 200) -> str:
+    """One line, no terminal colours, at most ``limit`` characters: fit for a CSV cell."""
+    text = " ".join(ANSI_RE.sub("", str(text)).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def describe_error(ename: str, evalue: str, cell_timeout: int) -> str:
+    """The reason shown to a student for a cell that raised."""
+    if ename == TIMEOUT_ENAME:
+        return f"timeout after {cell_timeout}s"
+    if ename == "AssertionError":
+        return f"failed assertion: {short(evalue)}" if evalue.strip() else "failed assertion (no message)"
+    return short(f"error: {ename}: {evalue}") if evalue else f"error: {ename}"
+
+
+UNREPORTED = ("not judged: {why} in this run, so it did not run as restored "
+              "(code elsewhere in the notebook may be rewriting or skipping it)")
+
+
+def read_events(events, output, returncode, killed, cell_timeout, notebook_timeout, memory_mb=None) -> NotebookRun:
+    """Turn the child's event log into one :class:`CellOutcome` per code cell."""
+    run = NotebookRun(stderr=output)
+    running = None
+    crashed = finished = False
+    failure = crashed_in = None
+    verdicts = {}
+    for event in events:
+        kind = event.get("event")
+        if kind == "judged":
+            run.judged = {int(i) for i in event.get("indices", [])}
+        elif kind == "start":
+            running = event["index"]
+        elif kind == "done":
+            running = None
+            if event["status"] == "ok":
+                run.cells[event["index"]] = CellOutcome(True, "passed")
+            else:
+                reason = describe_error(event.get("ename", "Error"), event.get("evalue", ""), cell_timeout)
+                run.cells[event["index"]] = CellOutcome(False, reason)
+        elif kind == "verdict":
+            verdicts[event["index"]] = (event["status"], short(event["reason"]))
+        elif kind == "crashed":
+            crashed = True
+            crashed_in = event.get("index")
+            if event.get("index") is not None:
+                run.cells[event["index"]] = CellOutcome(False, "kernel crashed")
+            running = None
+        elif kind == "failed":
+            failure = event.get("message", "")
+        elif kind == "finished":
+            finished = True
+    if memory_mb:
+        if running is None:
+            running = crashed_in
+        if running is not None:
+            run.cells[running] = CellOutcome(False, f"memory limit exceeded ({memory_mb} MB): the run was stopped")
+        run.default = CellOutcome(False, f"not run: the run was stopped at the memory limit ({memory_mb} MB)")
+    elif crashed:
+        run.default = CellOutcome(False, "not run: kernel crashed earlier")
+    elif killed:
+        if running is not None:
+            run.cells[running] = CellOutcome(False, f"timeout: notebook exceeded {notebook_timeout}s")
+        run.default = CellOutcome(False, f"not run: notebook timeout after {notebook_timeout}s")
+    elif finished and failure is None:
+        run.default = CellOutcome(False, "not run")
+    else:
+        lines = output.strip().splitlines()
+        detail = short(failure or (lines[-1] if lines else f"exit code {returncode}"))
+        if running is not None:
+            run.cells[running] = CellOutcome(False, f"runner failed: {detail}")
+        run.default = CellOutcome(False, f"not run: runner failed: {detail}")
+    _apply_verdicts(run, verdicts)
+    return run
+
+
+def _apply_verdicts(run: NotebookRun, verdicts: dict) -> None:
+    """A judged cell passes only on its judge's word; the kernel's report explains a missing one."""
+    for index in run.judged:
+        kernel = run.outcome(index)
+        status, reason = verdicts.get(index, ("unjudged", ""))
+        if status in ("passed", "failed"):
+            run.cells[index] = CellOutcome(status == "passed", reason)
+        elif kernel.passed:
+            run.cells[index] = CellOutcome(False, UNREPORTED.format(why=reason) if status == "unreported" else
+                                           "not judged: the run ended before the grader judged this cell")
