@@ -203,3 +203,39 @@ def test_dot_of_a_sequence_element_is_pushed_out_of_the_loop():
     args = [RNG.standard_normal((5, 3)), RNG.standard_normal((3, 2)), RNG.standard_normal((2, 2)),
             RNG.standard_normal(2)]
     np.testing.assert_allclose(fast(*args), plain(*args), rtol=1e-12)
+
+
+def test_a_pushed_out_product_that_fails_names_the_step_functions_line():
+    x, h0, W = T.dmatrix("x"), T.dvector("h0"), T.dmatrix("W")
+    h, _ = theano.scan(lambda x_t, prev, W: T.tanh(T.dot(W, x_t) + prev),  # the line the error must name
+                       sequences=x, outputs_info=h0, non_sequences=W)
+    f = theano.function([x, h0, W], h)
+    assert any(name == "scan_pushout_seq_dot" for _, name, _ in f.maker.fgraph.rewrite_log)
+    with pytest.raises(ValueError, match=r"created by your code at.*T\.tanh\(T\.dot\(W, x_t\) \+ prev\)"):
+        f(np.ones((3, 4)), np.zeros(4), np.ones((5, 3)))  # W should be 4 x 4
+
+
+def test_the_cost_model_prices_a_loop_per_step():
+    """A Scan's work is one step's work (its inner ops) times the steps the last run made."""
+    from coursekit.devices import costmodel
+    from coursekit.work import work_of
+
+    h = 8
+    x, h0, U = T.dmatrix("x"), T.dvector("h0"), T.dmatrix("U")
+    out, _ = theano.scan(lambda x_t, prev, U: T.tanh(x_t + T.dot(prev, U)), sequences=x, outputs_info=h0,
+                         non_sequences=U)
+    f = theano.function([x, h0, U], out, mode="FAST_COMPILE")
+    node = [nd for nd in f.toposort() if type(nd.op).__name__ == "Scan"][0]
+    shapes, dtypes = [(), (10, h), (1, h), (h, h)], ["int64"] + ["float64"] * 3
+    before = work_of(node, shapes, dtypes)  # no run yet: the sequence's length stands for the steps
+    inner = node.op.compile_inner()
+    per_step = sum(work_of(nd, [(h,) * v.type.ndim for v in nd.inputs], [v.type.dtype for v in nd.inputs]).launches
+                   for nd in inner.nodes)
+    assert before.launches == 10 * per_step > 0
+    f(np.ones((4, h)), np.zeros(h), np.eye(h))  # 4 steps
+    four = work_of(node, [(), (4, h), (1, h), (h, h)], dtypes)
+    assert four.launches == 4 * per_step and four.flops == pytest.approx(before.flops * 4 / 10)
+    assert four.flops >= 4 * 2 * h * h  # at least the products
+    model = costmodel.model("t4")
+    assert model.node_cost(node, [(), (4, h), (1, h), (h, h)], dtypes).launch == pytest.approx(
+        4 * per_step * model.spec.launch_latency)

@@ -24,8 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..compile.hooks import LinkerHook
 from ..graph import Apply, Op, format_trace
 from ..tensor.type import TensorType
+from ..work import NO_WORK, Work, work_of
 
 _IDS = itertools.count()
 
@@ -85,6 +87,8 @@ class Scan(Op):
         self.trace = trace  # the user's scan() call, for error messages
         self.fn = None
         self.device_fns = {}  # device name -> inner function compiled for that GPU device
+        self.last_steps = None  # steps the last run made (the cost model prices the loop from it)
+        self._step_work = {}  # input shapes -> the Work of one step (see work())
 
     # each loop/branch is its own op (its inner graph is its identity), also after unpickling
     __eq__ = object.__eq__
@@ -93,8 +97,8 @@ class Scan(Op):
     def __getstate__(self):
         """Pickled without the compiled inner function(s): they are compiled again on first use."""
         state = dict(self.__dict__)
-        for key in ("fn", "device_fns"):
-            state[key] = {} if key == "device_fns" else None
+        for key in ("fn", "device_fns", "_step_work"):
+            state[key] = None if key == "fn" else {}
         return state
 
     def __str__(self):
@@ -251,6 +255,7 @@ class Scan(Op):
             if info.until and bool(results[-1]):
                 steps_done = t + 1
                 break
+        self.last_steps = steps_done
         traces = []
         for k in range(n_outs):
             buf = buffers[k]
@@ -282,11 +287,73 @@ class Scan(Op):
             f"state) have shape {expected}; every step must return the same shape (the scan built at "
             f"{format_trace(self.trace)})")
 
+    # ------------------------------------------------------------ cost model
+    def work(self, node, shapes, dtypes):
+        """The loop's work for a GPU cost model: one step's work times the steps of the last run.
+
+        A loop on a GPU device launches every kernel of its step once per step,
+        so a short step is priced mostly in launch latency.  One step's work is
+        the sum over the inner function's nodes (each op's own ``work``, the
+        shapes found by running the host inner function once on zeros of the
+        step's shapes); bytes, FLOPs and launches are summed, and the wave fill
+        is that of the step's largest kernel.  Before any run the sequences'
+        length stands for the number of steps.
+        """
+        _, seq_shapes, init_shapes, state_shapes, nonseq_shapes = self.split_inputs(list(shapes))
+        steps = self.last_steps
+        if steps is None:
+            steps = min((s[0] for s in seq_shapes), default=0)
+        if steps == 0:
+            return NO_WORK
+        key = (tuple(map(tuple, shapes)), tuple(map(str, dtypes)))
+        if key not in self._step_work:
+            self._step_work[key] = self._one_step_work(seq_shapes, init_shapes, state_shapes, nonseq_shapes)
+        step = self._step_work[key]
+        if step is None:  # a step we cannot run on zeros (a random generator's state): the default guess
+            return NO_WORK._replace(launches=steps)
+        return step._replace(flops=step.flops * steps, bytes_read=step.bytes_read * steps,
+                             bytes_written=step.bytes_written * steps, launches=step.launches * steps)
+
+    def _one_step_work(self, seq_shapes, init_shapes, state_shapes, nonseq_shapes):
+        if state_shapes:
+            return None
+        shapes = [tuple(s[1:]) for s in seq_shapes]
+        for k, init in zip(self.info.recurrent, init_shapes):
+            shapes += [tuple(init[1:])] * len(self.info.taps[k])
+        shapes += [tuple(s) for s in nonseq_shapes]
+        fn = self.compile_inner()
+        args = [np.zeros(s, dtype=v.type.dtype) for s, v in zip(shapes, self.inner_inputs)]
+        seen = _ShapeRecorder(fn)
+        fn.add_hook(seen)
+        try:
+            with np.errstate(all="ignore"):
+                fn(*args)
+        finally:
+            fn.remove_hook(seen)
+        works = [work_of(node, *zip(*info)) if info else work_of(node, [], [])
+                 for node, info in zip(fn.nodes, seen.inputs)]
+        largest = max(works, key=lambda w: w.flops + w.bytes, default=NO_WORK)
+        return Work(flops=sum(w.flops for w in works), bytes_read=sum(w.bytes_read for w in works),
+                    bytes_written=sum(w.bytes_written for w in works), launches=sum(w.launches for w in works),
+                    threads=largest.threads, matrix=largest.matrix, dtype=largest.dtype)
+
     # ------------------------------------------------------------ gradient
     def L_op(self, inputs, outputs, output_grads):
         from .grad import scan_grad
 
         return scan_grad(self, inputs, outputs, output_grads)
+
+
+class _ShapeRecorder(LinkerHook):
+    """A linker hook that notes the (shape, dtype) of every node's inputs during one call."""
+
+    def __init__(self, fn):
+        self.cells = [[fn.storage_map[v] for v in node.inputs] for node in fn.nodes]
+        self.inputs = [None] * len(fn.nodes)
+
+    def thunk_started(self, index):
+        self.inputs[index] = [(tuple(getattr(c[0], "shape", ())), str(getattr(c[0], "dtype", "float64")))
+                              for c in self.cells[index]]
 
 
 def _direct_caller(fn):

@@ -46,7 +46,7 @@ def scan_dot_to_gemm(fgraph, node):
         return None
     if result.type.dtype != node.outputs[0].type.dtype:
         return None
-    return [result]
+    return [_traced(result, [rows, *nonseqs], out.tag.trace)]
 
 
 @local_rewrite("specialize", "fast_run", "scan", "scan_pushout_seq_dot", tracks=[Scan])
@@ -70,6 +70,7 @@ def scan_pushout_seq_dot(fgraph, node):
     dot_var, seq_index, w_index, seq_first = found
     rows = seqs[seq_index][:n_steps]
     pushed = M.dot(rows, nonseqs[w_index]) if seq_first else M.dot(nonseqs[w_index].T, rows.T).T
+    pushed = _traced(pushed, [rows, *nonseqs], dot_var.tag.trace)
     new_ph = TensorType(dot_var.type.dtype, dot_var.type.broadcastable).make_variable("pushed_dot[t]")
     inner_out, _ = clone_replace(op.inner_outputs, {dot_var: new_ph})
     inner_in = seq_inner + [new_ph] + op.inner_inputs[info.n_seqs:]
@@ -77,6 +78,19 @@ def scan_pushout_seq_dot(fgraph, node):
     new_op = Scan(inner_in, inner_out, new_info, trace=op.trace)
     outs = new_op(n_steps, *seqs, pushed, *inits, *states, *nonseqs)
     return outs if isinstance(outs, list) else [outs]
+
+
+def _traced(result, inputs, trace):
+    """Give the nodes a rewrite built the user's line of the inner op they replace.
+
+    Built inside ``function()``, they would otherwise name the line that
+    compiled the function, and an error in the pushed-out product (a shape
+    mismatch) would not point at the step function's ``dot``.
+    """
+    for apply in apply_nodes_between(inputs, [result]):
+        for out in apply.outputs:
+            out.tag.trace = trace
+    return result
 
 
 def _seq_dot(outputs, seq_inner, nonseq_inner):
