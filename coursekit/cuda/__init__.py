@@ -23,27 +23,48 @@ Not emulated: ``__constant__`` memory set from the host, textures, half
 precision, cooperative groups, streams/events (launches are synchronous).
 An endless loop in a kernel hangs the emulator as it would hang a GPU.
 """
+import numpy as np
+
 from .args import In, InOut, Out
 from .errors import (BackendUnavailableError, CompileError, CudaError, KernelArgumentError,
-                     KernelRuntimeError, LaunchConfigError, MemoryAccessError, RaceConditionError)
+                     KernelRuntimeError, KernelTimeoutError, LaunchConfigError, MemoryAccessError,
+                     RaceConditionError, StackOverflowError)
+from .faults import guarded_empty
 from .module import SourceModule, gpu_available, kernel_device
 
 
 def to_device(host_array, backend="auto"):
-    """Copy a host array to the memory of the device SourceModule would pick (see ``kernel_device``)."""
-    import numpy as np
+    """Copy a host array to the memory of the device SourceModule would pick (see ``kernel_device``).
 
-    return kernel_device(backend).to_device(np.ascontiguousarray(host_array))
+    On the emulator the array ends at a guard page (``faults.guarded_empty``),
+    so a kernel that runs off its end gets a clear error.
+    """
+    host = np.ascontiguousarray(host_array)
+    device = kernel_device(backend)
+    if device.raw_kernels != "emulator":
+        return device.to_device(host)
+    buf = guarded_empty(host.shape, host.dtype)
+    buf[...] = host
+    return device.wrap(buf)
 
 
 def empty(shape, dtype, backend="auto"):
     """Uninitialised device memory (on the emulator it is filled with 0xFF bytes, as garbage)."""
-    return kernel_device(backend).empty(shape, dtype)
+    return _filled(shape, dtype, backend, 0xFF, "empty")
 
 
 def zeros(shape, dtype, backend="auto"):
     """Device memory filled with zeros."""
-    return kernel_device(backend).zeros(shape, dtype)
+    return _filled(shape, dtype, backend, 0, "zeros")
+
+
+def _filled(shape, dtype, backend, byte, how):
+    device = kernel_device(backend)
+    if device.raw_kernels != "emulator":
+        return getattr(device, how)(shape, dtype)
+    buf = guarded_empty(shape, dtype)
+    buf.reshape(-1).view(np.uint8).fill(byte)
+    return device.wrap(buf)
 
 
 def compile_check(source, options=()):
@@ -65,4 +86,5 @@ def compile_check(source, options=()):
 
 __all__ = ["SourceModule", "In", "Out", "InOut", "to_device", "empty", "zeros", "compile_check",
            "gpu_available", "CudaError", "CompileError", "KernelArgumentError", "LaunchConfigError",
-           "KernelRuntimeError", "RaceConditionError", "MemoryAccessError", "BackendUnavailableError"]
+           "KernelRuntimeError", "RaceConditionError", "MemoryAccessError", "StackOverflowError",
+           "KernelTimeoutError", "BackendUnavailableError"]

@@ -25,7 +25,7 @@ extern "C" const int __ck_n_entries;
 extern "C" uint3* __ck_cur;   // really __ck_fiber_pub*, whose first member is the thread index
 extern "C" uint3 __ck_blockIdx;
 extern "C" int ck_launch(void (*)(const char*), const char*, unsigned, unsigned, unsigned, unsigned, unsigned,
-                         unsigned, size_t, int, const char*);
+                         unsigned, size_t, int, const char*, int, double);
 extern "C" const char* ck_last_error();
 extern "C" const char* ck_printf_output();
 
@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
         if (!(orders >> reverse & 1u)) continue;
         for (uint32_t k = 0; k < narrays; ++k) memcpy(bufs[k], original[k].data(), sizes[k]);
         int rc = ck_launch(__ck_entries[entry], (const char*)slots.data(), g[0], g[1], g[2], b[0], b[1], b[2],
-                           dyn, reverse, name.c_str());
+                           dyn, reverse, name.c_str(), 0, 0.0);
         put<int32_t>(out, rc);
         put_text(out, rc < 0 ? ck_last_error() : "");
         put_text(out, rc > 0 ? ck_printf_output() : "");

@@ -20,12 +20,20 @@
 #include <string.h>
 #include <string>
 #include <vector>
+#include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #if !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__) || defined(CK_USE_UCONTEXT)
 #define CK_UCONTEXT 1
-#include <ucontext.h>
 #endif
+#include <ucontext.h>
 
 #define CK_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -59,13 +67,9 @@ CK_EXPORT char* __ck_dyn_smem = nullptr;
 
 namespace {
 
-// Per-fiber stack.  All stacks live in one region backed by transparent huge
-// pages when the kernel allows it: with 4 KiB pages, every switch to another
-// fiber's stack was a TLB miss, and that dominated the run time.  The top
-// kColour bytes are used to stagger stack tops across cache sets.  The bottom
-// holds a canary, checked after each block (stack overflow = clear error).
-const size_t kStack = 64 * 1024, kColour = 16 * 1024;
-const uint64_t kCanary = 0x436b537461636b21ull;  // "!kcatSkC"
+// Per-fiber stacks live in one region with a guard below each (ck_faults.h).
+// The top kColour bytes of each are used to stagger stack tops across cache sets.
+const size_t kColour = 16 * 1024;
 std::vector<Fiber> g_fibers;
 char* g_region = nullptr;
 size_t g_region_fibers = 0;
@@ -76,32 +80,6 @@ std::string g_error, g_printf;
 const char* g_kernel = "kernel";
 bool g_printf_truncated = false;
 const size_t kPrintfLimit = 1 << 20;  // CUDA's default printf FIFO is 1 MiB too
-
-#include "ck_switch.h"   // fiber_main, resume, to_sched, prepare
-
-void ensure_fibers(size_t n) {
-    if (n <= g_region_fibers) return;
-    size_t count = n < 64 ? 64 : n;
-    size_t bytes = count * kStack;
-#ifdef __SANITIZE_ADDRESS__
-    char* region = (char*)malloc(bytes);
-#else
-    const size_t huge = 2u << 20;
-    char* raw = (char*)mmap(nullptr, bytes + huge, PROT_READ | PROT_WRITE,
-                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) { perror("coursekit emulator: mmap of fiber stacks"); abort(); }
-    char* region = (char*)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
-#ifdef MADV_HUGEPAGE
-    madvise(region, bytes, MADV_HUGEPAGE);
-#endif
-#endif
-    // the previous region is leaked on purpose: it is small and this happens
-    // at most a few times per process (first 64, then up to 1024 threads)
-    g_region = region;
-    g_region_fibers = count;
-    g_fibers.assign(count, Fiber{});
-    for (size_t t = 0; t < count; ++t) g_fibers[t].stack = region + t * kStack;
-}
 
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 std::string fmt(const char* f, ...) {
@@ -117,6 +95,9 @@ std::string where(const Fiber& f) {
     return fmt("block (%u,%u,%u) thread (%u,%u,%u)", __ck_blockIdx.x, __ck_blockIdx.y, __ck_blockIdx.z,
                f.pub.idx.x, f.pub.idx.y, f.pub.idx.z);
 }
+
+#include "ck_faults.h"   // stacks with guard pages, fault handling, Ctrl-C, watchdog
+#include "ck_switch.h"   // fiber_main, resume, to_sched, prepare
 
 const char* op_name(int op) {
     static const char* names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
@@ -177,17 +158,6 @@ int resolve_warp(size_t lo, size_t hi) {
     return 1;
 }
 
-int check_stacks(size_t n) {
-    for (size_t t = 0; t < n; ++t)
-        if (memcmp(g_fibers[t].stack, &kCanary, sizeof kCanary) != 0) {
-            g_error = fmt("stack overflow: %s used more than %zu KiB of stack (local arrays, deep "
-                          "recursion). A GPU thread's stack is small too; keep large arrays in global or "
-                          "shared memory.", where(g_fibers[t]).c_str(), (kStack - kColour) / 1024);
-            return -1;
-        }
-    return 0;
-}
-
 // One block, all its fibers, to completion.  Returns 0 or -1 (g_error set).
 int run_block(size_t n, int reverse) {
     const dim3 bd = __ck_blockDim;
@@ -195,7 +165,6 @@ int run_block(size_t n, int reverse) {
         Fiber& f = g_fibers[t];
         f.pub.idx = uint3{(unsigned)(t % bd.x), (unsigned)((t / bd.x) % bd.y), (unsigned)(t / ((size_t)bd.x * bd.y))};
         f.state = READY;
-        memcpy(f.stack, &kCanary, sizeof kCanary);
         prepare(&f);
     }
     for (;;) {
@@ -208,12 +177,15 @@ int run_block(size_t n, int reverse) {
             if (f->state != READY) continue;
             g_self = f;
             __ck_cur = &f->pub;
+            g_in_fiber = 1;
             resume(f);
+            g_in_fiber = 0;
             if (f->state == WAIT_BLOCK) {
                 if (barrier_line < 0) barrier_line = f->line;
                 at_same_barrier += f->line == barrier_line;
             } else if (f->state == FAILED) return -1;
         }
+        if (g_stop) return -1;       // Ctrl-C or the watchdog (ck_faults.h)
         if (at_same_barrier == n) {
             for (size_t t = 0; t < n; ++t) g_fibers[t].state = READY;
             continue;
@@ -241,7 +213,7 @@ int run_block(size_t n, int reverse) {
                 ++block; if (!at_block) at_block = &f;
             } else if (f.state == WAIT_WARP) { ++warp; if (!at_warp) at_warp = &f; }
         }
-        if (done == n) return check_stacks(n);
+        if (done == n) return 0;
         if (warp) {
             g_error = fmt("%s on line %d can never complete: %s waits there, but other lanes of its warp %s. "
                           "All lanes named in the mask must reach the same warp operation.",
@@ -293,6 +265,7 @@ CK_EXPORT unsigned long long __ck_warp_op(int line, int op, unsigned mask, unsig
 }
 
 CK_EXPORT void __ck_fail(const char* what, const char* file, int line) {
+    g_unsafe = 1;
     g_error = fmt("%s (%s line %d, %s)", what, file, line, where(*g_self).c_str());
     g_self->state = FAILED;
     to_sched();
@@ -302,28 +275,30 @@ CK_EXPORT void __ck_fail(const char* what, const char* file, int line) {
 // glibc's assert() (if the kernel includes <assert.h> again) calls this; the
 // kernel library is linked with -Bsymbolic so it wins over libc's version.
 CK_EXPORT void __assert_fail(const char* expr, const char* file, unsigned line, const char*) {
+    g_unsafe = 1;
     std::string what = std::string("assertion failed: ") + expr;
     __ck_fail(what.c_str(), file, (int)line);
 }
 
 CK_EXPORT int __ck_printf(const char* f, ...) {
+    g_unsafe = 1;     // allocates: Ctrl-C must not jump out of here (ck_faults.h)
     char small[512];
     va_list ap, ap2;
     va_start(ap, f);
     va_copy(ap2, ap);
     int len = vsnprintf(small, sizeof small, f, ap);
     va_end(ap);
-    if (len < 0) { va_end(ap2); return len; }
+    if (len < 0) { va_end(ap2); g_unsafe = 0; return len; }
     std::string s;
     if ((size_t)len < sizeof small) s.assign(small, len);
     else { s.resize(len + 1); vsnprintf(&s[0], len + 1, f, ap2); s.resize(len); }
     va_end(ap2);
     if (g_printf.size() + s.size() > kPrintfLimit) g_printf_truncated = true;
     else g_printf += s;
+    g_unsafe = 0;
+    if (g_stop) { g_self->state = FAILED; to_sched(); }   // the scheduler reports the stop
     return len;
 }
-
-#include "ck_faults.h"
 
 CK_EXPORT const char* ck_last_error() { return g_error.c_str(); }
 CK_EXPORT const char* ck_printf_output() { return g_printf.c_str(); }
@@ -337,12 +312,37 @@ CK_EXPORT const char* ck_switch_kind() {
 #endif
 }
 
+CK_EXPORT void ck_set_stack_kib(size_t kib) { g_stack_usable = (kib < 16 ? 16 : kib) * 1024; }
+CK_EXPORT size_t ck_stack_kib() { return g_stack_usable / 1024; }
+
+// What the last fault (rc == -4) was: 0 signal, 1 si_code, 2 address,
+// 3 instruction offset in this library (-1 if elsewhere), 4 1 for a write /
+// 0 read / -1 unknown, 5 fiber whose stack guard was hit (-1 if none),
+// 6 usable stack bytes per fiber.
+CK_EXPORT long long ck_fault_info(int what) {
+    uintptr_t pc = (uintptr_t)g_fault_pc;
+    Dl_info dl;
+    switch (what) {
+        case 0: return g_fault_sig;
+        case 1: return g_fault_code;
+        case 2: return (long long)(uintptr_t)g_fault_addr;
+        case 3: return pc >= g_text_lo && pc < g_text_hi && dladdr((void*)pc, &dl)
+                       ? (long long)(pc - (uintptr_t)dl.dli_fbase) : -1;
+        case 4: return g_fault_write;
+        case 5: return guard_owner(g_fault_addr);
+        case 6: return (long long)g_stack_usable;
+    }
+    return 0;
+}
+
 // Run a whole launch.  `args` holds one 8-byte slot per kernel parameter.
 // Returns 0 on success, 1 on success with printf output waiting in
-// ck_printf_output(), -1 with ck_last_error() set otherwise.
+// ck_printf_output(); on failure -1 (ck_last_error() says why), -2 stopped by
+// SIGINT, -3 stopped by the watchdog after timeout_s seconds (0: none), -4 a
+// fault (ck_fault_info); for -2..-4 ck_last_error() names the CUDA thread.
 CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned gx, unsigned gy, unsigned gz,
                         unsigned bx, unsigned by, unsigned bz, size_t dyn_shared, int reverse,
-                        const char* kernel_name) {
+                        const char* kernel_name, int catch_sigint, double timeout_s) {
     const unsigned grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
     g_error.clear();
     g_printf.clear();
@@ -350,8 +350,12 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
     g_entry = entry;
     g_args = args;
     g_kernel = kernel_name;
+    g_self = nullptr;
     size_t n = (size_t)block[0] * block[1] * block[2];
-    ensure_fibers(n);
+    if (!ensure_fibers(n)) {
+        g_error = fmt("kernel '%s': ", kernel_name) + g_error;
+        return -1;
+    }
     __ck_gridDim = dim3{grid[0], grid[1], grid[2]};
     __ck_blockDim = dim3{block[0], block[1], block[2]};
 #ifdef __SANITIZE_ADDRESS__
@@ -363,21 +367,15 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
     size_t static_bytes = ck_static_shared_bytes();
     volatile int rc = 0;
     size_t nblocks = (size_t)grid[0] * grid[1] * grid[2];
-    install_fault_handlers();
-    int sig = sigsetjmp(g_fault_jmp, 1);
-    if (sig != 0) {
+    install_handlers(catch_sigint != 0, timeout_s);
+    if (sigsetjmp(g_fault_jmp, 1) != 0) {        // a fault, or a stop at a safe place
         g_in_launch = 0;
-        Fiber* f = g_self;
-        g_error = fmt("%s at address %p in %s. On a GPU this is an \"illegal memory access\" (or, for a "
-                      "division by zero, garbage). Launch again with check=\"memory\" to see the line.",
-                      sig == SIGFPE ? "arithmetic fault (integer division by zero?)"
-                                    : "invalid memory access (segmentation fault)",
-                      g_fault_addr, f ? where(*f).c_str() : "the kernel");
+        g_in_fiber = 0;
         rc = -1;
     } else {
         g_in_launch = 1;
     }
-    for (size_t k = 0; k < nblocks && rc == 0; ++k) {
+    for (size_t k = 0; k < nblocks && rc == 0 && !g_stop; ++k) {
         size_t b = reverse ? nblocks - 1 - k : k;
         __ck_blockIdx = uint3{(unsigned)(b % grid[0]), (unsigned)((b / grid[0]) % grid[1]),
                               (unsigned)(b / ((size_t)grid[0] * grid[1]))};
@@ -388,13 +386,16 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
         rc = run_block(n, reverse);
     }
     g_in_launch = 0;
-    remove_fault_handlers();
-    if (rc != 0) {
-        std::string e = fmt("kernel '%s': ", kernel_name);
-        g_error = e + g_error;
+    remove_handlers();
+    int result = rc != 0 ? -1 : (g_printf.empty() && !g_printf_truncated ? 0 : 1);
+    if (g_fault_sig || g_stop) {
+        result = g_fault_sig ? -4 : g_stop == STOP_INTERRUPT ? -2 : -3;
+        g_error = g_self ? where(*g_self) : "the kernel";
+    } else if (rc != 0) {
+        g_error = fmt("kernel '%s': ", kernel_name) + g_error;
     }
     __ck_dyn_smem = nullptr;
     __ck_cur = nullptr;
     free(dyn);
-    return rc != 0 ? -1 : (g_printf.empty() && !g_printf_truncated ? 0 : 1);
+    return result;
 }

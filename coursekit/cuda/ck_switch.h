@@ -19,7 +19,7 @@ inline void resume(Fiber* f) { swapcontext(&g_sched, &f->ctx); }
 void prepare(Fiber* f) {
     getcontext(&f->ctx);
     f->ctx.uc_stack.ss_sp = f->stack;
-    f->ctx.uc_stack.ss_size = kStack - kColour;
+    f->ctx.uc_stack.ss_size = stack_bytes();
     f->ctx.uc_link = nullptr;
     makecontext(&f->ctx, fiber_main, 0);
 }
@@ -67,12 +67,11 @@ inline void to_sched() { ck_switch(&g_self->sp, g_sched_sp); }
 inline void resume(Fiber* f) { ck_switch(&g_sched_sp, f->sp); }
 void prepare(Fiber* f) {
     // Top of stack, 16-byte aligned; after `ret` rsp is 16-aligned for the call.
-    // Stacks are kStack apart, so their tops would all fall in the same cache
+    // Stacks are a slot apart, so their tops would all fall in the same cache
     // sets; a per-fiber offset ("colouring") spreads them out (2x faster).
     size_t colour = ((size_t)(f - g_fibers.data()) * 1088) % kColour;
-    uintptr_t top = ((uintptr_t)(f->stack + kStack - colour)) & ~(uintptr_t)15;
-    void** sp = (void**)top;
-    *--sp = nullptr;                     // padding: keeps rsp % 16 == 0 after ret
+    uintptr_t top = ((uintptr_t)(f->stack + stack_bytes() - colour)) & ~(uintptr_t)15;
+    void** sp = (void**)top;             // after ck_switch's `ret` rsp == top, 16-aligned
     *--sp = (void*)ck_fiber_start;       // return address of ck_switch
     *--sp = nullptr;                     // rbp
     *--sp = nullptr;                     // rbx

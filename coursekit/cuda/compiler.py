@@ -31,8 +31,15 @@ from .source import SOURCE_NAME, emulator_translation_unit, source_line
 PKG_DIR = Path(__file__).resolve().parent
 RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp")
 NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
-CXXFLAGS = ["-std=c++17", "-fPIC", "-w", "-fno-strict-aliasing", "-I", str(PKG_DIR)]
-FAST_FLAGS = ["-O2"]
+# -fstack-clash-protection: a frame bigger than a page touches each page on the
+# way down, so a kernel with huge locals hits its fiber's guard page instead of
+# jumping over it.  -g1: line tables only, so a fault names the student's line.
+# -fno-finite-loops: C++ lets g++ delete a loop without side effects (a
+# spin-wait on a flag); on a GPU it hangs, so here it must too (and meet the watchdog).
+CXXFLAGS = ["-std=c++17", "-fPIC", "-w", "-fno-strict-aliasing", "-fstack-clash-protection", "-fno-finite-loops",
+            "-I", str(PKG_DIR)]
+FAST_FLAGS = ["-O2", "-g1"]
+LIBS = ["-ldl", "-lrt", "-lpthread"]   # dladdr, timer_create, pthread_kill (part of libc on glibc >= 2.34)
 ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 
 #: how many times each tool really ran in this process (the cache tests read it)
@@ -236,11 +243,11 @@ def build(src: str, options, entries, *, asan=False, check_nvcc=True):
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
         if asan:
             driver = _build_object("ck_driver.cpp", flags)
-            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver), "-o", str(tmp)]
+            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver), "-o", str(tmp), *LIBS]
             stats["asan"] += 1
         else:
             cmd = [cxx(), *CXXFLAGS, *flags, *hopts, "-shared", "-Wl,-Bsymbolic", str(cpp), str(runtime),
-                   "-o", str(tmp)]
+                   "-o", str(tmp), *LIBS]
             stats["gxx"] += 1
         r = _run(cmd)
         ok, log = r.returncode == 0, r.stderr

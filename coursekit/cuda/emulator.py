@@ -32,6 +32,7 @@ import numpy as np
 from coursekit.devices.simarray import SimArray
 
 from . import args as A
+from . import faults
 from .errors import KernelRuntimeError, RaceConditionError
 
 LABEL = "emulator (CPU)"
@@ -58,19 +59,28 @@ class EmulatorTime(float):
         return f"{float(self):.6f} s (emulator wall time on the CPU — not a GPU timing)"
 
 
+# One launch at a time in the whole process: each library's runtime is
+# single-threaded, and the signal handlers a launch installs are process-wide.
+_LAUNCH_LOCK = threading.Lock()
+
+
 class EmulatorLibrary:
     """One compiled module (a .so); launches are serialised (the runtime is single-threaded)."""
 
     def __init__(self, path):
         self.path = str(path)
-        self.lib = ctypes.CDLL(self.path)
-        self.lock = threading.Lock()
+        self.lib = ctypes.CDLL(self.path)      # ctypes releases the GIL during a launch
+        self.lock = _LAUNCH_LOCK
         f = self.lib.ck_launch
         f.restype = ctypes.c_int
         u = ctypes.c_uint
         f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, u, u, u, u, u, u, ctypes.c_size_t, ctypes.c_int,
-                      ctypes.c_char_p]
+                      ctypes.c_char_p, ctypes.c_int, ctypes.c_double]
         self.launch = f
+        self.lib.ck_fault_info.restype = ctypes.c_longlong
+        self.lib.ck_fault_info.argtypes = [ctypes.c_int]
+        self.lib.ck_set_stack_kib.argtypes = [ctypes.c_size_t]
+        self.stack_kib = None
         self.lib.ck_last_error.restype = ctypes.c_char_p
         self.lib.ck_printf_output.restype = ctypes.c_char_p
         self.lib.ck_static_shared_bytes.restype = ctypes.c_size_t
@@ -94,13 +104,14 @@ class EmulatorKernel:
         self._entry = None
         self._name_b = signature.name.encode()
         self._static = None
+        self.last_timeout = faults.DEFAULT_TIMEOUT_S     # watchdog of the latest launch (for its message)
 
     def __repr__(self):
         return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
 
     # -- the two call styles -------------------------------------------------
     def __call__(self, *args, block=None, grid=(1, 1), shared=0, shared_mem=None, stream=None,
-                 time_kernel=False, check=None, order="forward"):
+                 time_kernel=False, check=None, order="forward", timeout=None):
         grid, block, args, shared = A.call_style(self.name, args, block, grid, shared, shared_mem)
         if self._static is None:
             self._static = self.module.static_shared_bytes(self.name)
@@ -109,6 +120,7 @@ class EmulatorKernel:
             A.check_launch(self.name, grid, block, shared, self._static)
         slots, arrays, copy_back = self._marshal(args)
         level = self.module.check if check is None else check_level(check)
+        self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
         start = time.perf_counter()
         try:
             if level in (True, "memory"):
@@ -117,7 +129,7 @@ class EmulatorKernel:
             elif level == "races":
                 self._run_both_orders(slots, arrays, grid, block, shared)
             else:
-                self._launch(slots, grid, block, shared, order == "reverse")
+                self._launch(slots, grid, block, shared, order == "reverse", arrays)
         finally:
             elapsed = time.perf_counter() - start
         for host, dev in copy_back:
@@ -155,7 +167,7 @@ class EmulatorKernel:
                         f"is `{p.decl()}`, a value, not a pointer.")
                 host = a.array
                 A.check_array(sig, i, p, host)
-                dev = _padded_buffer(host.shape, host.dtype)
+                dev = faults.guarded_empty(host.shape, host.dtype)
                 if a.copy_in:
                     dev[...] = host                                 # also makes strided input contiguous
                 else:
@@ -174,29 +186,39 @@ class EmulatorKernel:
 
     # -- running -----------------------------------------------------------------
 
-    def _launch(self, slots, grid, block, dyn, reverse):
+    def _launch(self, slots, grid, block, dyn, reverse, arrays=()):
         lib = self.module.library
         if self._entry is None:
             self._entry = lib.entry(self._index)
+        on_main = threading.current_thread() is threading.main_thread()   # only there is Ctrl-C ours
         with lib.lock:
-            rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b)
+            kib = faults.stack_kib()
+            if kib != lib.stack_kib:
+                lib.lib.ck_set_stack_kib(kib)
+                lib.stack_kib = kib
+            rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b,
+                            1 if on_main else 0, self.last_timeout)
             out = lib.lib.ck_printf_output() if rc else None
             err = lib.lib.ck_last_error() if rc < 0 else None
             truncated = rc and lib.lib.ck_printf_truncated()
+            failure = faults.launch_error(self, rc, lib, arrays, err.decode(errors="replace"), LABEL) \
+                if rc < -1 else None
         if out:
             sys.stdout.write(out.decode(errors="replace"))
         if truncated:
             sys.stdout.write("[printf output truncated at 1 MiB, as CUDA's printf buffer would]\n")
+        if failure is not None:
+            raise failure
         if rc < 0:
-            raise KernelRuntimeError(err.decode(errors="replace") + f"\n[{LABEL}]")
+            raise KernelRuntimeError(err.decode(errors="replace") + faults.caller_line() + f"\n[{LABEL}]")
 
     def _run_both_orders(self, slots, arrays, grid, block, dyn):
         before = [buf.copy() for _, buf, _ in arrays]
-        self._launch(slots, grid, block, dyn, reverse=False)
+        self._launch(slots, grid, block, dyn, False, arrays)
         forward = [buf.copy() for _, buf, _ in arrays]
         for (_, buf, _), saved in zip(arrays, before):
             buf[...] = saved
-        self._launch(slots, grid, block, dyn, reverse=True)
+        self._launch(slots, grid, block, dyn, True, arrays)
         reverse = [buf.copy() for _, buf, _ in arrays]
         compare_orders(self.name, [n for n, _, _ in arrays], forward, reverse)
         for (_, buf, _), f in zip(arrays, forward):
@@ -228,21 +250,3 @@ def compare_orders(kernel, names, forward, reverse):
                 f"'{name}' ({bad.size} of {f1.size} elements differ; first at index {i}: {f1[i]!r} vs {r1[i]!r}). "
                 f"A correct kernel cannot depend on the order in which threads run: a thread read shared "
                 f"data before the thread that writes it reached a barrier.\n[{LABEL}]")
-
-
-_SLACK_BYTES = 64 * 1024
-
-
-def _padded_buffer(shape, dtype):
-    """A C-contiguous array with 64 KiB of slack after it.
-
-    An unchecked kernel that writes a little past the end of an ``In``/``Out``
-    buffer then scribbles on the slack (as it often would, unnoticed, on a
-    GPU) instead of on the allocator's bookkeeping, which would kill the
-    Python process - and with it the student's Jupyter kernel.  Checked mode
-    (``check="memory"``) still reports such a write with its line.
-    """
-    dtype = np.dtype(dtype)
-    count = int(np.prod(shape, dtype=np.int64))
-    extra = -(-_SLACK_BYTES // dtype.itemsize)
-    return np.empty(count + extra, dtype)[:count].reshape(shape)

@@ -49,5 +49,17 @@ class MemoryAccessError(KernelRuntimeError):
         self.report = report
 
 
+class StackOverflowError(KernelRuntimeError):
+    """A CUDA thread's locals or recursion outgrew its stack (it hit the guard page below it)."""
+
+    def __init__(self, message, line=None):
+        super().__init__(message)
+        self.line = line
+
+
+class KernelTimeoutError(KernelRuntimeError):
+    """The emulator's watchdog stopped a launch that ran longer than COURSEKIT_CUDA_TIMEOUT seconds."""
+
+
 class BackendUnavailableError(CudaError):
     """The requested backend (e.g. the real GPU) is not available here."""
