@@ -284,9 +284,16 @@ def _theano_thunk_signature(fn):
 
 
 def _adapt_theano_make_thunk(theano_make_thunk):
+    """Call a Theano-style make_thunk: (node, storage_map, compute_map, no_recycling), and ``impl``
+    where it takes one (Theano 0.7's signature, which the tutorial's PyCUDA op uses, has no ``impl``)."""
+    import inspect
+
+    params = list(inspect.signature(theano_make_thunk).parameters.values())[1:]
+    takes_impl = len(params) >= 5 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
     def make_thunk(self, node, storage_map, compute_map=None, no_recycling=None, impl=None):
-        return theano_make_thunk(self, node, storage_map, {} if compute_map is None else compute_map,
-                                 [] if no_recycling is None else no_recycling, impl)
+        args = (node, storage_map, {} if compute_map is None else compute_map, [] if no_recycling is None else no_recycling)
+        return theano_make_thunk(self, *args, impl) if takes_impl else theano_make_thunk(self, *args)
 
     make_thunk.__doc__ = theano_make_thunk.__doc__
     make_thunk.__wrapped__ = theano_make_thunk

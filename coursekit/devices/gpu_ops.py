@@ -54,6 +54,14 @@ class GpuOp(Op):
         """Does input ``position`` stay in host memory?  As the CPU op declares."""
         return self.cpu_op.host_input(position, var)
 
+    def grad(self, inputs, output_grads):
+        """The CPU op's gradient (a twin built by user code, e.g. ``gpu_contiguous``, is differentiated before
+        placement; placement then moves the gradient's nodes like any others)."""
+        return self.cpu_op.grad(inputs, output_grads)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return self.cpu_op.L_op(inputs, outputs, output_grads)
+
     def make_node(self, *inputs):
         """The CPU op's output types, in this device's memory; device inputs must already be on the device."""
         for k, var in enumerate(inputs):

@@ -69,7 +69,8 @@ class GpuFromHost(_Transfer):
         return thunk
 
     def grad(self, inputs, output_grads):
-        return [HostFromGpu(self.target)(output_grads[0])]
+        (g,) = output_grads  # a host gradient (built by host ops before placement) needs no copy
+        return [HostFromGpu(self.target)(g) if isinstance(g.type, GpuArrayType) else g]
 
 
 class HostFromGpu(_Transfer):
@@ -98,7 +99,8 @@ class HostFromGpu(_Transfer):
         return thunk
 
     def grad(self, inputs, output_grads):
-        return [GpuFromHost(self.target)(output_grads[0])]
+        (g,) = output_grads
+        return [g if isinstance(g.type, GpuArrayType) else GpuFromHost(self.target)(g)]
 
 
 def gpu_from_host(x):

@@ -20,11 +20,11 @@ lifted: device-resident shared variables get a ``HostFromGpu`` and
 """
 from __future__ import annotations
 
-from ..devices import current, float64_on_gpu
+from ..devices import DeviceError, current, float64_on_gpu
 from ..devices.gpu_ops import gpu_op_for
 from ..devices.transfer import GpuFromHost, HostFromGpu
 from ..devices.types import GpuArrayType
-from ..graph import Constant
+from ..graph import Apply, Constant, format_trace
 from . import global_rewrite, local_rewrite
 
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
@@ -85,6 +85,9 @@ class _Placer:
         if isinstance(op, HostFromGpu):
             self.host_of[node.outputs[0]] = self.host(node.inputs[0])
             return
+        if any(isinstance(v.type, GpuArrayType) for v in node.inputs + node.outputs) and not self._pinned(node):
+            self.place_device_node(node)
+            return
         gpu_op = None
         if self.target is not None:
             dtypes = {v.type.dtype for v in node.inputs + node.outputs}
@@ -110,6 +113,45 @@ class _Placer:
             new_outputs = node.clone_with_new_inputs(inputs).outputs
         for old, out in zip(node.outputs, new_outputs):
             self.host_of[old] = out
+
+    def _pinned(self, node):
+        """Does the usual placement apply?  Not to a GPU op built by user code for another device (or none
+        yet: ``gpu_contiguous``), nor to a host op that makes device values itself (the tutorial's PyCUDA op);
+        a host op that merely reads a device value (``exp`` of a device shared variable) is placed as usual."""
+        if getattr(node.op, "cpu_op", None) is not None:
+            return False
+        return not any(isinstance(v.type, GpuArrayType) for v in node.outputs)
+
+    def place_device_node(self, node):
+        """A node whose ``make_node`` asked for device values (Theano's ``gpu_contiguous``, a PyCUDA op): its
+        device-typed inputs and outputs move to this function's device; on the CPU a GPU op built by user
+        code becomes its CPU op, and a host op that only works on device memory is a clear error."""
+        op, target = node.op, self.target
+        cpu_op = getattr(op, "cpu_op", None)
+        if target is None and cpu_op is not None:
+            new = cpu_op.make_node(*[self.host(v) for v in node.inputs])
+            for old, out in zip(node.outputs, new.outputs):
+                out.tag.trace = old.tag.trace
+                self.host_of[old] = out
+            return
+        if target is None:
+            raise DeviceError(
+                f"{op} works on device memory (its make_node asked for GPU inputs or outputs), but this function "
+                f"is compiled for device='cpu' (the node was built at {format_trace(node.outputs[0].tag.trace)}). "
+                "Compile it with device='gpu' (a real GPU, else the simulated one) or device='sim': "
+                "with config.change(device='sim'): function(...)")
+        if cpu_op is not None:  # retargeted to this function's device, its inputs where the op declares
+            op = type(op)(cpu_op, target)
+            outputs = op.make_node(*[self.host(v) if op.host_input(k, v) else self.dev(v)
+                                     for k, v in enumerate(node.inputs)]).outputs
+        else:  # the user's op keeps its own node shape; only the device is filled in
+            outputs = [GpuArrayType(o.type.dtype, o.type.broadcastable, target).make_variable(o.name)
+                       if isinstance(o.type, GpuArrayType) else o.type.make_variable(o.name) for o in node.outputs]
+            Apply(op, [self.dev(v) if isinstance(v.type, GpuArrayType) else self.host(v) for v in node.inputs],
+                  outputs)
+        for old, out in zip(node.outputs, outputs):
+            out.tag.trace = old.tag.trace
+            (self.dev_of if isinstance(out.type, GpuArrayType) else self.host_of)[old] = out
 
     def output(self, k, var):
         fgraph = self.fgraph

@@ -109,3 +109,24 @@ class Join(Op):
             grads.append(gz[tuple(index)])
             start = start + size
         return grads
+
+
+class Contiguous(XpOp):
+    """``x`` in C-contiguous memory: the input itself when it already is, else a contiguous copy.
+
+    Hand-written kernels index their arrays linearly; Theano's ``gpu_contiguous``
+    (this op's GPU twin, ``GpuContiguous``) is how a user's op asked for such an input.
+    """
+
+    __props__ = ()
+    view_map = {0: [0]}  # the input itself when it is already contiguous
+    gpu_name = "GpuContiguous"
+
+    def make_node(self, x):
+        return Apply(self, [x], [TensorType(x.type.dtype, x.type.broadcastable).make_variable()])
+
+    def run(self, xp, inputs, output_storage):
+        output_storage[0][0] = xp.ascontiguousarray(inputs[0])
+
+    def grad(self, inputs, output_grads):
+        return [output_grads[0]]

@@ -1,0 +1,1 @@
+"""``theano.misc`` compatibility (only what ported tutorial code imports)."""
