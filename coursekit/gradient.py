@@ -233,9 +233,11 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
             if np.any(bad):
                 score = np.where(np.isfinite(err), err - rel_tol * np.abs(n), np.inf)
                 worst = np.unravel_index(np.argmax(score), err.shape) if err.ndim else ()
+                where = tuple(int(k) for k in worst)
                 raise AssertionError(
-                    f"verify_grad: gradient of input {i} is wrong at index {worst}: symbolic {a[worst]!r}, "
-                    f"finite differences {n[worst]!r} (abs_tol={abs_tol}, rel_tol={rel_tol}, eps={eps})")
+                    f"verify_grad: gradient of input {i} is wrong at index {where}: symbolic {float(a[worst]):.6g}, "
+                    f"finite differences {float(n[worst]):.6g} ({int(bad.sum())} of {bad.size} elements wrong; "
+                    f"abs_tol={abs_tol}, rel_tol={rel_tol}, eps={eps})")
 
 
 def __getattr__(name):

@@ -19,7 +19,9 @@ tag and no ``exclude`` tag.  ``FAST_RUN`` includes ``fast_run``;
 placement, cutting transfer pairs: what is needed to run at all, and cheap).
 
 Every rewrite that fires is logged in ``fgraph.rewrite_log`` so lessons and
-tests can show exactly what the compiler did.  A rewrite that raises stops
+tests can show exactly what the compiler did.  A rule of one's own is
+registered with the same decorators and taken out again with
+:func:`remove_rewrite` (lesson 9 does both).  A rewrite that raises stops
 compilation with a message naming it (``config.on_opt_error`` can turn that
 into a warning).
 """
@@ -104,6 +106,25 @@ def local_rewrite(stage, *tags, name=None, tracks=None):
 def global_rewrite(stage, *tags, name=None):
     """Register ``fn(fgraph) -> number of changes`` in ``stage``."""
     return _register("global", stage, tags, name, None)
+
+
+def remove_rewrite(name):
+    """Take the rewrite registered as ``name`` out of its stage, and return it.
+
+    For rules of one's own: a lesson registers a rewrite, watches it fire, and
+    removes it again (or removes a broken one it registered on purpose).  To run
+    without a built-in rewrite, compile with ``Mode(...).excluding(name)``
+    instead: removing it would change every later compilation in the process.
+    ``rw.fn`` re-registers it: ``local_rewrite(rw.stage, *rw.tags, tracks=rw.tracks)(rw.fn)``.
+    """
+    for stage in STAGES:
+        for rw in _DB[stage]:
+            if rw.name == name:
+                _DB[stage] = [r for r in _DB[stage] if r is not rw]
+                return rw
+    close = [r.name for r in registered() if name.lower() in r.name.lower() or r.name.lower() in name.lower()]
+    hint = f"; did you mean {close}?" if close else " (registered() lists them)"
+    raise LookupError(f"no rewrite named {name!r} is registered{hint}")
 
 
 def registered(stage=None):
