@@ -203,7 +203,7 @@ def test_out_of_bounds_write_in_checked_mode_names_the_line():
         f(cuda.Out(d), cuda.In(a), np.int32(100), block=(128, 1, 1))
     msg = str(e.value)
     assert "out-of-bounds write" in msg and "line 5" in msg and "dest[i] = 2.0f * a[i % n];" in msg
-    assert "argument 'dest'" in msg and "thread (100,0,0)" in msg
+    assert "argument `dest` at index 100" in msg and "thread (100,0,0)" in msg
     assert e.value.line == 5
     # the process (the notebook's kernel) is still alive and can keep launching
     f(cuda.Out(d), cuda.In(a), np.int32(100), block=(100, 1, 1), check=False)

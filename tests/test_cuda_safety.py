@@ -7,6 +7,9 @@ share one module (one g++ build for the file).
 """
 import os
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 
 import numpy as np
@@ -56,6 +59,11 @@ __global__ void read_past(const float *x, float *y, int n)
 {
     int i = threadIdx.x;
     if (i <= n) y[i % n] = x[i];
+}
+__global__ void stride(float *x, int n, int s)
+{
+    int i = threadIdx.x;
+    if (i < n) x[i * s] = 1.0f;
 }
 __global__ void libm_edges(float *x, double *y)
 {
@@ -198,3 +206,64 @@ def test_guarded_buffer_is_exactly_the_array():
         a[...] = np.arange(n)
         assert a.flags.c_contiguous and a.flags.writeable and a.sum() == n * (n - 1) / 2
         assert (a.__array_interface__["data"][0] + a.nbytes) % os.sysconf("SC_PAGE_SIZE") == 0
+
+
+# -- checked mode (AddressSanitizer in a subprocess) ------------------------------------
+@pytest.fixture(scope="module")
+def checked(mod):
+    return cuda.SourceModule(SOURCE, backend=EMU, check="memory")
+
+
+def test_checked_mode_names_division_by_zero(checked):
+    with pytest.raises(cuda.KernelRuntimeError) as e:
+        checked.get_function("divide")(cuda.Out(np.zeros(4, np.int32)), np.int32(2), block=(4, 1, 1))
+    msg = str(e.value)
+    assert "kernel `divide`: integer division (or %) by zero" in msg and "line 29" in msg and HERE in msg
+    assert "memory access" not in msg and "if (i < n)" not in msg
+
+
+def test_checked_mode_names_stack_overflow(checked):
+    with pytest.raises(cuda.StackOverflowError, match=r"kernel `recurse`: stack overflow(?s:.*)recursion"):
+        checked.get_function("recurse")(cuda.Out(np.zeros(4, np.int32)), np.int32(1_000_000), block=(4, 1, 1))
+
+
+def test_checked_mode_names_the_argument_of_a_far_access(checked):
+    """Index 45 of a 37-element array is past ASan's red zone, in another heap block: blame the argument."""
+    with pytest.raises(cuda.MemoryAccessError) as e:
+        checked.get_function("stride")(cuda.Out(np.zeros(37, np.float32)), np.int32(37), np.int32(9),
+                                       block=(37, 1, 1))
+    msg = str(e.value)
+    assert "out-of-bounds write on argument `x` at index 45" in msg and "37 elements of 4-byte float" in msg
+    assert "byte buffer" not in msg and "region" not in msg and e.value.line == 44
+
+
+LIMITED = textwrap.dedent("""
+    import resource, sys, warnings
+    import numpy as np
+    from coursekit import cuda
+    from coursekit.cuda import checked
+    sys.path.insert(0, {tests!r})
+    from test_cuda_safety import SOURCE
+    resource.setrlimit(resource.RLIMIT_AS, (6 << 30, resource.RLIM_INFINITY))
+    if sys.argv[1] == "asan-tries":          # pretend we did not look first: ASan's own failure is recognised
+        checked.address_space_limit = lambda: None
+    f = cuda.SourceModule(SOURCE, backend="emulator", check="memory").get_function("off_by_one")
+    x = np.zeros(100, np.float32)
+    try:
+        f(cuda.Out(x), np.int32(100), block=(128, 1, 1))
+    except cuda.MemoryAccessError as e:
+        print("ERROR", e)
+    f(cuda.Out(x), np.int32(99), block=(128, 1, 1))
+    print("SUM", x.sum())
+""")
+
+
+@pytest.mark.parametrize("how", ["looks-first", "asan-tries"])
+def test_checked_mode_under_a_virtual_memory_limit_says_so_plainly(mod, how):
+    script = LIMITED.format(tests=os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run([sys.executable, "-c", script, how], capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "ulimit -v" in out and "cannot start AddressSanitizer" in out
+    assert "out-of-bounds write on argument `x` at index 100" in out and "SUM 100.0" in out
+    assert "==ERROR" not in out and "ReserveShadowMemoryRange" not in out

@@ -27,6 +27,7 @@ extern "C" uint3 __ck_blockIdx;
 extern "C" int ck_launch(void (*)(const char*), const char*, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, size_t, int, const char*, int, double);
 extern "C" const char* ck_last_error();
+extern "C" void ck_set_stack_kib(size_t);
 extern "C" const char* ck_printf_output();
 
 // Called by AddressSanitizer before it prints a report: say which CUDA thread did it.
@@ -56,6 +57,7 @@ static void put_text(FILE* f, const char* s) {
 
 int main(int argc, char** argv) {
     if (argc != 3) { fprintf(stderr, "usage: %s request response\n", argv[0]); return 2; }
+    if (const char* kib = getenv("COURSEKIT_CUDA_STACK_KB")) ck_set_stack_kib((size_t)atol(kib));
     g_in = fopen(argv[1], "rb");
     if (!g_in) { perror(argv[1]); return 2; }
     uint32_t entry = get<uint32_t>();

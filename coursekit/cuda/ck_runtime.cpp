@@ -360,6 +360,7 @@ CK_EXPORT int ck_launch(void (*entry)(const char*), const char* args, unsigned g
     __ck_blockDim = dim3{block[0], block[1], block[2]};
 #ifdef __SANITIZE_ADDRESS__
     char* dyn = (char*)malloc(dyn_shared ? dyn_shared : 1);   // exact size: overruns are reported
+    fprintf(stderr, "CK_SHARED %p %zu\n", (void*)dyn, dyn_shared);  // checked.py names it in reports
 #else
     char* dyn = (char*)aligned_alloc(16, (dyn_shared + 15) / 16 * 16 + 16);
 #endif

@@ -117,50 +117,76 @@ def launch_error(kernel, rc, lib, arrays, where, label):
     info = lib.lib.ck_fault_info
     sig, code, addr, pc_off, write, guard = (info(k) for k in range(6))
     line = kernel_line(lib.path, pc_off)
-    at = f" on line {line} of your source:\n    {source_line(kernel.module.source, line)}" if line else ""
-    if guard >= 0:
-        kib = info(6) // 1024
-        return StackOverflowError(
-            f"kernel `{name}`: stack overflow in {where}{at}\n  a CUDA thread used more than its {kib} KiB of "
-            f"stack: local arrays too large, or recursion too deep. A GPU allows at most 512 KiB of local "
-            f"memory per thread. Keep big arrays in global memory (a buffer you pass in) or __shared__ memory, "
-            f"and turn deep recursion into a loop (the emulator's limit is COURSEKIT_CUDA_STACK_KB). The "
-            f"overflow hit a guard page: none of your arrays was touched.{called}\n[{label}]", line=line)
-    if sig == signal.SIGFPE:
-        what = ("integer overflow in a division (INT_MIN / -1)" if code == SIGFPE_INTOVF
-                else "integer division (or %) by zero" if code == SIGFPE_INTDIV else "arithmetic fault")
-        return KernelRuntimeError(
-            f"kernel `{name}`: {what} in {where}{at}\n  On a GPU this gives a meaningless value without any "
-            f"error. Check the divisor first (e.g. `if (d != 0)`).{called}\n[{label}]")
     access = {1: "write", 0: "read"}.get(write, "access")
-    blame = _blame(addr, arrays, kernel)
-    if blame:
-        pname, index, count, itemsize, ctype = blame
+    if guard >= 0:
+        return stack_overflow(kernel, where, line, info(6) // 1024, label)
+    if sig == signal.SIGFPE:
+        return division_fault(kernel, where, line, code, label)
+    return bad_access(kernel, where, line, access, addr, blame(addr, arrays, kernel), label,
+                      "Launch again with check=\"memory\" for AddressSanitizer's view.")
+
+
+# -- messages shared by the unchecked runtime and checked mode (checked.py) --------------
+def _at(kernel, line):
+    return f" on line {line} of your source:\n    {source_line(kernel.module.source, line)}" if line else ""
+
+
+def stack_overflow(kernel, where, line, kib, label):
+    return StackOverflowError(
+        f"kernel `{kernel.name}`: stack overflow in {where}{_at(kernel, line)}\n  a CUDA thread used more than its "
+        f"{kib} KiB of stack: local arrays too large, or recursion too deep. A GPU allows at most 512 KiB of local "
+        f"memory per thread. Keep big arrays in global memory (a buffer you pass in) or __shared__ memory, and turn "
+        f"deep recursion into a loop (the emulator's limit is COURSEKIT_CUDA_STACK_KB). The overflow hit a guard "
+        f"page: none of your arrays was touched.{caller_line()}\n[{label}]", line=line)
+
+
+def division_fault(kernel, where, line, code, label):
+    what = ("integer overflow in a division (INT_MIN / -1)" if code == SIGFPE_INTOVF
+            else "integer division (or %) by zero" if code == SIGFPE_INTDIV
+            else "integer division (or %) by zero, or INT_MIN / -1")
+    return KernelRuntimeError(
+        f"kernel `{kernel.name}`: {what} in {where}{_at(kernel, line)}\n  On a GPU this gives a meaningless value "
+        f"without any error. Check the divisor first (e.g. `if (d != 0)`).{caller_line()}\n[{label}]")
+
+
+def bad_access(kernel, where, line, access, addr, blamed, label, wild_hint, report=""):
+    """An out-of-bounds access on a named argument (``blamed`` from :func:`blame`) or a wild one."""
+    called = caller_line()
+    if blamed:
+        pname, index, count, itemsize, ctype = blamed
         side = "past the end" if index >= count else "before the start"
         return MemoryAccessError(
-            f"kernel `{name}`: out-of-bounds {access} on argument `{pname}` at index {index}, {side} (it has "
-            f"{count} elements of {itemsize}-byte {ctype}), in {where}{at}\n  On a GPU this would silently "
-            f"corrupt memory or fail later. Guard the access, e.g. `if (i < n)`, and check the grid covers "
-            f"exactly n elements.{called}\n[{label}: the argument ends at a guard page]", line=line)
+            f"kernel `{kernel.name}`: out-of-bounds {access} on argument `{pname}` at index {index}, {side} (it has "
+            f"{count} elements of {itemsize}-byte {ctype}), in {where}{_at(kernel, line)}\n  On a GPU this would "
+            f"silently corrupt memory or fail later. Guard the access, e.g. `if (i < n)`, and check the grid covers "
+            f"exactly n elements.{called}\n[{label}]", line=line, report=report)
     return MemoryAccessError(
-        f"kernel `{name}`: invalid memory {access} at address {addr:#x} in {where}{at}\n  The address is not "
-        f"inside or next to any argument: a wild or uninitialised pointer, or an index far out of range. On a "
-        f"GPU this is an \"illegal memory access\". Launch again with check=\"memory\" for AddressSanitizer's "
-        f"view.{called}\n[{label}]", line=line)
+        f"kernel `{kernel.name}`: invalid memory {access} at address {addr:#x} in {where}{_at(kernel, line)}\n  The "
+        f"address is not inside or next to any argument: a wild or uninitialised pointer, or an index far out of "
+        f"range. On a GPU this is an \"illegal memory access\". {wild_hint}{called}\n[{label}]",
+        line=line, report=report)
 
 
-def _blame(addr, arrays, kernel):
-    """(param name, element index, element count, itemsize, C type) of the argument next to addr, or None."""
+def blame(addr, arrays, kernel):
+    """(param name, element index, element count, itemsize, C type) of the argument next to ``addr``, or None.
+
+    ``arrays``: (param name, base address or ndarray, param index[, nbytes]) per argument; a
+    param index of None is a byte buffer that is not a parameter (dynamic shared memory).
+    """
     best = None
-    for pname, buf, i in arrays:
-        base = buf.__array_interface__["data"][0]
-        itemsize = max(buf.dtype.itemsize, 1)
-        end = base + buf.nbytes
+    for entry in arrays:
+        pname, buf, i = entry[:3]
+        param = kernel.signature.params[i] if i is not None else None
+        dtype = buf.dtype if isinstance(buf, np.ndarray) else (param and param.dtype) or np.dtype(np.uint8)
+        base = buf.__array_interface__["data"][0] if isinstance(buf, np.ndarray) else buf
+        nbytes = buf.nbytes if isinstance(buf, np.ndarray) else entry[3]
+        itemsize = max(dtype.itemsize, 1)
+        end = base + nbytes
         if base - _NEAR <= addr < end + _NEAR and not base <= addr < end:
             distance = addr - end if addr >= end else base - addr
             if best is None or distance < best[0]:
-                ctype = kernel.signature.params[i].base or str(buf.dtype)
-                best = (distance, (pname, (addr - base) // itemsize, buf.size, itemsize, ctype))
+                ctype = param.base if param is not None and param.base else str(dtype)
+                best = (distance, (pname, (addr - base) // itemsize, nbytes // itemsize, itemsize, ctype))
     return best[1] if best else None
 
 
