@@ -3,8 +3,10 @@
 Settings come from three places, later ones winning:
 
 1. the defaults below;
-2. the environment variable ``COURSEKIT_FLAGS="device=cpu,floatX=float32"``
-   (read once, at import);
+2. the environment variables ``THEANO_FLAGS`` (so that an old script's
+   documented command line, ``THEANO_FLAGS=floatX=float64 python x.py``, means
+   what it meant) and then ``COURSEKIT_FLAGS="device=cpu,floatX=float32"``,
+   which wins where both set a flag (read once, at import);
 3. assignment (``config.floatX = "float64"``) or, better, a temporary change::
 
        with coursekit.config.change(device="sim", floatX="float32"):
@@ -48,6 +50,9 @@ def _boolean(name, value):
 
 def _device(name, value):
     value = str(value).strip()
+    theano_gpu = re.match(r"^(gpu|cuda)(\d+)$", value)  # Theano's device=gpu0 / cuda1: that real GPU
+    if theano_gpu:
+        value = f"cuda:{theano_gpu.group(2)}"
     if not _DEVICE_RE.match(value):
         raise ValueError(
             f"coursekit.config.device={value!r} is not valid; choose 'cpu', 'gpu' (real GPU if CuPy sees one, "
@@ -94,7 +99,7 @@ def _cpu_kernels(name, value):
 
 # name -> (default, validator, one-line help)
 _SPEC = {
-    "device": ("cpu", _device, "where graphs run: cpu, gpu, cuda, cuda:N or sim"),
+    "device": ("cpu", _device, "where graphs run: cpu, gpu, cuda, cuda:N (Theano's gpuN/cudaN) or sim"),
     "floatX": ("float32", _choice("float32", "float64", "float16"), "dtype of un-prefixed constructors"),
     "mode": ("FAST_RUN", _mode, "default compilation mode"),
     "allow_gc": (True, _boolean, "free intermediate buffers after each call"),
@@ -231,4 +236,5 @@ def _unknown(name):
 
 
 config = Config()
+config.apply_flags(os.environ.get("THEANO_FLAGS", ""), source="THEANO_FLAGS")  # old scripts' command lines
 config.apply_flags(os.environ.get("COURSEKIT_FLAGS", ""))

@@ -39,7 +39,7 @@ def _value_of(var):
     if hasattr(var.tag, "test_value"):
         value = var.tag.test_value
         if hasattr(var.type, "filter") and not getattr(var.tag, "test_value_checked", False):
-            value = var.type.filter(value, where=f"the test value of {var}")
+            value = var.type.filter(value, where=f"the test value of {var}, first used at {format_trace(user_trace())}")
             var.tag.test_value, var.tag.test_value_checked = value, True
         return True, value
     return False, None

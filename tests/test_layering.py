@@ -69,7 +69,6 @@ LOCAL_IMPORTS = {
     ("scan_module.op", "config"): DOWNWARD,
     ("scan_module.op", "devices"): DOWNWARD,
     ("scan_module.op", "graph"): DOWNWARD,
-    ("tensor.type", "config"): DOWNWARD,
     ("tensor.var", "config"): DOWNWARD,
 }
 

@@ -186,9 +186,30 @@ def place_on_device(fgraph):
     fgraph.rebuild()
     if placer.float64_ops:
         names = sorted({str(n.op) for n in placer.float64_ops})
-        float64_on_gpu(f"{len(placer.float64_ops)} op(s) compute in float64 and stay on the CPU ({', '.join(names)})")
+        float64_on_gpu(f"{len(placer.float64_ops)} op(s) compute in float64 and stay on the CPU ({', '.join(names)}); "
+                       f"float64 enters the graph at {where_float64_enters(placer.float64_ops[0])}")
     fgraph.rewrite_log.append(("placement", "place_on_device", device.label))
     return 0  # the pass is not repeated
+
+
+def where_float64_enters(node):
+    """The user's line where float64 first flows towards ``node``: a float64 input or shared variable, or the
+    first op that makes float64 out of other dtypes (an int/float mix, a division of ints)."""
+    stack, seen = [node], set()
+    entry = None
+    while stack:  # walk up the float64 ancestors of node; where several streams enter, one is named
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        float64_inputs = [v for v in current.inputs if v.type.dtype == "float64" and not isinstance(v, Constant)]
+        leaves = [v for v in float64_inputs if v.owner is None]
+        if leaves:
+            entry = f"{leaves[0].name or 'a float64 input'} ({format_trace(leaves[0].tag.trace)})"
+        elif not float64_inputs:
+            entry = f"{current.op} ({format_trace(current.outputs[0].tag.trace)})"
+        stack.extend(v.owner for v in float64_inputs if v.owner is not None)
+    return entry
 
 
 @local_rewrite("transfer", "gpu", "fast_compile", tracks=[GpuFromHost, HostFromGpu])

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from ..config import config
 from ..graph import Type
 
 _DTYPES: dict = {}  # dtype spelling -> (name, np.dtype): NumPy's dtype.name is slow, and types are made per node
@@ -123,8 +124,6 @@ class TensorType(Type):
             raise TypeError(f"{where} is not numeric data (got {type(value).__name__}); expected {self}")
         if arr.dtype == self.numpy_dtype:
             return arr
-        from ..config import config
-
         python_scalar = isinstance(value, (numbers.Number, list, tuple)) and not isinstance(value, np.generic)
         safe = np.can_cast(arr.dtype, self.numpy_dtype, "safe")
         if python_scalar and not safe and arr.dtype.kind in "iub" and self.numpy_dtype.kind in "iuf":
@@ -140,7 +139,14 @@ class TensorType(Type):
             f"{where}: got a {arr.dtype} value, but the input is {self}; converting {arr.dtype} to "
             f"{self.dtype} could lose precision. Cast it yourself (value.astype('{self.dtype}')), "
             f"declare the input with dtype {arr.dtype}, or pass allow_input_downcast=True to function()."
+            + (OLD_FLOAT64_HINT if arr.dtype == np.float64 and self.dtype == config.floatX else "")
         )
+
+
+# Theano's floatX defaulted to float64; coursekit's is float32 (the course is about GPUs): docs/theano-scripts.md
+OLD_FLOAT64_HINT = (" If this is a script written for Theano, whose floatX defaulted to float64 (coursekit's is "
+                    "float32), run it with Theano's default: COURSEKIT_FLAGS=floatX=float64 (or THEANO_FLAGS="
+                    "floatX=float64), or put coursekit.config.floatX = 'float64' at its top.")
 
 
 def host_like(var):
