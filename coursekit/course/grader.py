@@ -133,6 +133,14 @@ def find_submissions(submissions_dir, references: list[Reference]):
     return students, warnings
 
 
+def reference_for(path, references: list[Reference]) -> Reference | None:
+    """The reference the submission file ``path`` is graded against, or None: the rules of
+    :func:`find_submissions` for one file (flat ``<student>__`` names, pre-rename names such as
+    ``05_logreg.ipynb``, an unambiguous ``NN_`` prefix). Public for the pytest plugin."""
+    name = _match(_notebook_name(Path(path)), [ref.name for ref in references])
+    return next((ref for ref in references if ref.name == name), None)
+
+
 def _notebook_name(path: Path) -> str:
     stem = path.stem
     return stem.split(FLAT_SEPARATOR, 1)[1] if FLAT_SEPARATOR in stem else stem
