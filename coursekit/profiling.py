@@ -23,11 +23,19 @@ How it measures, and why:
   that total between CPU ops, GPU ops and transfer ops, with the bytes the
   transfers moved — the number the GPU lessons are about.
 
+* a loop op (``Scan``) runs a compiled inner function once per step; its
+  apply row holds the whole loop, and the profile also records every step of
+  the timed calls, per inner op (``ProfileStats.loop_rows()``, the "Inside
+  loops" table), without ``scan(profile=True)``.  The loop op asks for it
+  through its ``step_hook`` attribute, set only while the loop node runs in a
+  timed call, so an unprofiled run of the same loop pays nothing.
+
 On the *simulated* GPU all times are CPU times of NumPy code; profiles say so.
 """
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
 import time
 import weakref
@@ -91,6 +99,10 @@ class _FunctionRecord:
         self.transfer_bytes = self.transfer_count = 0
         self._call_start = self._thunk_start = 0.0
         self._ran = False
+        # loop ops (those with a step_hook; a GPU twin's is on its cpu_op): node index -> the op to hook
+        self.loops = {i: loop for i, loop in ((i, _loop_op(node.op)) for i, node in enumerate(self.nodes)) if loop}
+        self.loop_records = {}  # (node index, id(inner function)) -> _LoopRecord
+        self._watchers = {i: functools.partial(self._loop_record, i) for i in self.loops}
 
     @property
     def device(self):
@@ -107,15 +119,29 @@ class _FunctionRecord:
         self._call_start = _clock()
 
     def thunk_started(self, index):
+        if index in self.loops and self.calls:  # a loop in a timed call: watch its steps
+            self.loops[index].step_hook = self._watchers[index]
         self._thunk_start = _clock()
 
     def thunk_finished(self, index):
         if self.sync_after[index]:  # kernels are queued: wait for this one, or the next op pays for it
             self.synchronize()
         self.scratch[index] = _clock() - self._thunk_start
+        if index in self.loops:
+            self.loops[index].step_hook = None
 
     def call_failed(self, index, exc):
         self.failed_calls += 1
+        if index in self.loops:
+            self.loops[index].step_hook = None
+
+    def _loop_record(self, index, inner_fn):
+        """The record of ``inner_fn`` (the loop op at ``index`` runs it), made on first use."""
+        key = (index, id(inner_fn))
+        record = self.loop_records.get(key)
+        if record is None:
+            record = self.loop_records[key] = _LoopRecord(inner_fn, self, index)
+        return record
 
     def call_computed(self, outputs, update_values):
         """Every thunk ran: add this call's per-thunk times (unless it is the warm-up call)."""
@@ -126,6 +152,10 @@ class _FunctionRecord:
                                   for c in cells]
         if self.calls == 1:
             return
+        self._add_times()
+        self._call_start += _clock() - start  # the profiler's own bookkeeping is not call time
+
+    def _add_times(self):
         self.timed_calls += 1
         total = 0.0
         apply_time = self.apply_time
@@ -137,12 +167,44 @@ class _FunctionRecord:
             self.transfer_count += 1
             self.transfer_bytes += sum(getattr(c[0], "nbytes", 0) for c in cells)
         self._ran = True
-        self._call_start += _clock() - start  # the profiler's own bookkeeping is not call time
 
     def call_finished(self):
         if self._ran:
             self.call_time += _clock() - self._call_start
             self._ran = False
+
+
+def _loop_op(op):
+    """The object whose ``step_hook`` a loop op reads (itself, or the CPU op a GPU twin wraps), or None."""
+    for candidate in (op, getattr(op, "cpu_op", None)):
+        if candidate is not None and hasattr(type(candidate), "step_hook"):
+            return candidate
+    return None
+
+
+class _LoopRecord(_FunctionRecord):
+    """Every step of a loop's inner function, in the timed calls of the function around it.
+
+    The loop hands it the events of each step (it is not installed on the
+    inner function, which other functions may share); it has no warm-up of
+    its own, since it only sees steps of calls that are already timed.
+    """
+
+    def __init__(self, fn, outer, index):
+        super().__init__(fn)
+        self.outer, self.index = outer, index
+
+    @property
+    def loop_node(self):
+        return self.outer.nodes[self.index]
+
+    def call_computed(self, outputs, update_values):
+        self.calls += 1
+        if self.input_info[0] is None:  # the shapes of the first step stand for all of them
+            for i, cells in enumerate(self.input_cells):
+                self.input_info[i] = [(getattr(c[0], "shape", None), str(getattr(c[0], "dtype", "?")))
+                                      for c in cells]
+        self._add_times()
 
 
 class ProfileStats:
@@ -305,11 +367,53 @@ class ProfileStats:
                          "from each op's bytes, FLOPs and launches (shapes of the last call), not measurements.")
         return lines
 
+    def loop_records(self):
+        """The inner functions of loop ops (``Scan``) that ran in timed calls, nested loops included."""
+        found, frontier = [], list(self.records)
+        while frontier:
+            inner = [r for record in frontier for r in record.loop_records.values()]
+            found += inner
+            frontier = inner
+        return found
+
+    def loop_rows(self):
+        """Per loop: where its steps' time went, per inner op (see the "Inside loops" table)."""
+        result = []
+        for r in self.loop_records():
+            loop_time = r.outer.apply_time[r.index]
+            steps = [dict(name=str(node), time=t, per_step=t / r.timed_calls if r.timed_calls else 0.0,
+                          percent=100.0 * t / r.thunk_time if r.thunk_time else 0.0, kind=kind)
+                     for node, t, kind in zip(r.nodes, r.apply_time, r.kinds)]
+            result.append(dict(loop=str(r.loop_node.op), function=r.outer.name, index=r.index, steps=r.timed_calls,
+                               calls=r.outer.timed_calls, step_time=r.thunk_time, loop_time=loop_time,
+                               transfers=r.transfer_count, transfer_bytes=r.transfer_bytes,
+                               rows=sorted(steps, key=lambda row: -row["time"])))
+        return result
+
+    def loop_text(self):
+        """The "Inside loops" table as text ('' when no loop ran in a timed call)."""
+        lines = []
+        for loop in self.loop_rows():
+            steps, calls = loop["steps"], loop["calls"] or 1
+            lines += ["", f"  {loop['loop']} (apply {loop['index']} of {loop['function']}): {steps / calls:g} steps "
+                          f"per call, {steps} steps timed; {format_time(loop['step_time'])} in its step's ops, "
+                          f"{format_time(loop['loop_time'] - loop['step_time'])} in the loop around them",
+                      "    <% of step> <time per step> <where> <op of the step>"]
+            lines += [f"    {row['percent']:8.1f}%  {format_time(row['per_step']):>9}  {KIND_NAMES[row['kind']]:>8}   "
+                      f"{row['name']}" for row in loop["rows"]]
+            per_step = loop["transfers"] / steps if steps else 0
+            lines.append(f"    transfers inside the loop: {loop['transfers']} ({per_step:g} per step), "
+                         f"{format_bytes(loop['transfer_bytes'])} moved")
+        if not lines:
+            return ""
+        title = "Inside loops (every step of the timed calls; part of the loop op's time above)"
+        return "\n".join(["", title, "-" * len(title), *lines[1:]]) + "\n"
+
     # ---------------------------------------------------------------- views
     def summary_text(self, n_ops_to_print=20, n_apply_to_print=20):
         from .printing.profile_view import summary_text
 
-        return summary_text(self, n_ops_to_print, n_apply_to_print)
+        return summary_text(self, n_ops_to_print, n_apply_to_print) + self.loop_text()
 
     def summary(self, file=None, n_ops_to_print=20, n_apply_to_print=20):
         """Print Theano's summary (Function, Class, Ops, Apply, CPU/GPU/transfer line).
@@ -323,9 +427,12 @@ class ProfileStats:
         return None
 
     def _repr_html_(self):
+        from html import escape
+
         from .printing.profile_view import profile_html
 
-        return profile_html(self)
+        loops = self.loop_text()
+        return profile_html(self) + (f"<pre style='font-size:90%'>{escape(loops)}</pre>" if loops else "")
 
     def plot(self, ax=None, by="class", top=15):
         """Horizontal bar chart of where the time went (``by``: class, op or apply); returns the Axes."""

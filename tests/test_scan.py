@@ -239,3 +239,36 @@ def test_the_cost_model_prices_a_loop_per_step():
     model = costmodel.model("t4")
     assert model.node_cost(node, [(), (4, h), (1, h), (h, h)], dtypes).launch == pytest.approx(
         4 * per_step * model.spec.launch_latency)
+
+
+@pytest.mark.parametrize("device_name", ["cpu", "sim"])
+def test_a_profile_shows_the_ops_inside_a_loop_without_scan_profile(device_name):
+    """Issue 12: the profiler lists the step's ops (per step, where they ran, transfers) under the loop."""
+    rng = np.random.default_rng(12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with theano.config.change(device=device_name, floatX="float32"):
+            U = theano.shared(rng.standard_normal((5, 5)).astype("float32"), name="U")
+            x, h0 = T.fmatrix("x"), T.fvector("h0")
+            h, _ = theano.scan(lambda x_t, prev: T.tanh(x_t + T.dot(prev, U)), sequences=x, outputs_info=h0,
+                               name="rnn")
+            f = theano.function([x, h0], h[-1], profile=True)
+            plain = theano.function([x, h0], h[-1])
+    xv, hv = rng.standard_normal((7, 5)).astype("float32"), np.zeros(5, "float32")
+    for _ in range(4):  # the first call is the warm-up: 3 timed calls of 7 steps
+        f(xv, hv)
+    (loop,) = f.profile.loop_rows()
+    assert loop["steps"] == 21 and loop["calls"] == 3 and "Scan{rnn}" in loop["loop"]
+    names = [row["name"] for row in loop["rows"]]
+    assert any("Dot" in name and "U" in name for name in names) and any("tanh" in name for name in names)
+    assert 0 < loop["step_time"] <= loop["loop_time"]  # the steps' ops are part of the loop op's time
+    if device_name == "sim":
+        assert {row["kind"] for row in loop["rows"]} == {"gpu"} and loop["transfers"] == 0  # none per step
+    text = f.profile.summary(file="str")
+    assert "Inside loops" in text and "3 steps per call" not in text and "7 steps per call" in text
+    assert "Inside loops" in f.profile._repr_html_()
+    # the watch is switched off outside the profiled calls: another function running the same loop is unaffected
+    scan_op = [n.op for n in f.toposort() if "Scan" in str(n.op)][0]
+    assert getattr(scan_op, "cpu_op", scan_op).step_hook is None
+    np.testing.assert_allclose(plain(xv, hv), f(xv, hv), rtol=1e-6)
+    assert f.profile.loop_rows()[0]["steps"] == 28

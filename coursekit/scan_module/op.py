@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compile.hooks import LinkerHook
 from ..graph import Apply, Op, format_trace
 from ..tensor.type import TensorType
 from ..work import NO_WORK, Work, work_of
+from .steps import ShapeRecorder, direct_caller, hooked_caller
 
 _IDS = itertools.count()
 
@@ -80,6 +80,9 @@ class Scan(Op):
 
     __props__ = ("uid",)
     fold_constants = False
+    # set by a profiler while this loop runs in a profiled call: a function giving, for the inner function
+    # about to run, a linker hook that sees every step (see steps.hooked_caller); None otherwise
+    step_hook = None
 
     def __init__(self, inner_inputs, inner_outputs, info, trace=None):
         self.inner_inputs, self.inner_outputs, self.info = list(inner_inputs), list(inner_outputs), info
@@ -186,26 +189,31 @@ class Scan(Op):
         device = current()
         backend = getattr(device, "backend", None) or device
         fn = self.compile_inner_on_device()
+        call = fn if self.step_hook is None else hooked_caller(fn, self.step_hook(fn))
         values = [backend.unwrap(v) if backend.is_device_array(v) else v for v in inputs]
-        results = self.run_loop(fn, values, backend.xp, backend.wrap, backend.unwrap)
+        results = self.run_loop(call, values, backend.xp, backend.wrap, backend.unwrap)
         for cell, value in zip(output_storage, results):
             cell[0] = backend.wrap(value)
 
     def make_thunk(self, node, storage_map):
-        fn = _direct_caller(self.compile_inner())
+        inner = self.compile_inner()
+        fast = direct_caller(inner)
         in_cells = [storage_map[v] for v in node.inputs]
         out_cells = [storage_map[v] for v in node.outputs]
         run = self.run_loop
 
         def thunk():
-            results = run(fn, [c[0] for c in in_cells])
+            call = fast if self.step_hook is None else hooked_caller(inner, self.step_hook(inner))
+            results = run(call, [c[0] for c in in_cells])
             for cell, value in zip(out_cells, results):
                 cell[0] = value
 
         return thunk
 
     def perform(self, node, inputs, output_storage):
-        for cell, value in zip(output_storage, self.run_loop(_direct_caller(self.compile_inner()), inputs)):
+        inner = self.compile_inner()
+        call = direct_caller(inner) if self.step_hook is None else hooked_caller(inner, self.step_hook(inner))
+        for cell, value in zip(output_storage, self.run_loop(call, inputs)):
             cell[0] = value
 
     # ------------------------------------------------------------ the loop
@@ -323,7 +331,7 @@ class Scan(Op):
         shapes += [tuple(s) for s in nonseq_shapes]
         fn = self.compile_inner()
         args = [np.zeros(s, dtype=v.type.dtype) for s, v in zip(shapes, self.inner_inputs)]
-        seen = _ShapeRecorder(fn)
+        seen = ShapeRecorder(fn)
         fn.add_hook(seen)
         try:
             with np.errstate(all="ignore"):
@@ -342,57 +350,3 @@ class Scan(Op):
         from .grad import scan_grad
 
         return scan_grad(self, inputs, outputs, output_grads)
-
-
-class _ShapeRecorder(LinkerHook):
-    """A linker hook that notes the (shape, dtype) of every node's inputs during one call."""
-
-    def __init__(self, fn):
-        self.cells = [[fn.storage_map[v] for v in node.inputs] for node in fn.nodes]
-        self.inputs = [None] * len(fn.nodes)
-
-    def thunk_started(self, index):
-        self.inputs[index] = [(tuple(getattr(c[0], "shape", ())), str(getattr(c[0], "dtype", "float64")))
-                              for c in self.cells[index]]
-
-
-def _direct_caller(fn):
-    """A call of the compiled inner function that drives its thunks directly.
-
-    A step is small (an RNN step is three thunks), so the compiled call's
-    per-call work (argument checks, output copies, freeing buffers) would be
-    a large share of it.  This sets the input cells, runs the thunks and reads
-    the output cells; the loop copies every result into its own buffers
-    before the next step, so reusing the thunks' buffers is safe.  A profiled
-    (or otherwise hooked) inner function is called normally, so its profile
-    sees every step.
-    """
-    if getattr(fn, "profile", None) is not None or getattr(fn, "hooks", ()):
-        return fn
-    cells, thunks, nodes = fn.input_cells, fn.thunks, fn.nodes
-    outs = [fn.storage_map[v] for v in fn.maker.fgraph.outputs]
-
-    def call(*args):
-        for cell, value in zip(cells, args):
-            cell[0] = value
-        i = 0
-        try:
-            for thunk in thunks:
-                thunk()
-                i += 1
-        except Exception as exc:
-            _step_error(nodes[i], fn.storage_map, exc)
-        return [cell[0] for cell in outs]
-
-    return call
-
-
-def _step_error(node, storage_map, exc):
-    shapes = [getattr(storage_map[v][0], "shape", "?") for v in node.inputs]
-    message = (f"{exc}\n\nIn the step of a scan: {node} failed (input shapes {shapes}); the node was created "
-               f"by your code at {format_trace(node.trace)}")
-    try:
-        new = type(exc)(message)
-    except Exception:
-        new = RuntimeError(f"{type(exc).__name__}: {message}")
-    raise new.with_traceback(None) from exc
