@@ -21,6 +21,7 @@ point), which loads this module only when the option is given.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ class ReferenceCheck:
         for notebook in sorted(graded, key=lambda notebook: notebook.nodeid):
             scores = notebook.scores.values()
             got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
-            where = notebook.config.cwd_relative_nodeid(notebook.nodeid)
+            where = os.path.relpath(notebook.path, notebook.config.invocation_params.dir)
             terminalreporter.line(f"{where}: {number(got)}/{number(out_of)} against "
                                   f"{notebook.reference.name} ({next(iter(scores)).protection or 'not run'})")
 
