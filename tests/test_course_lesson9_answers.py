@@ -1,0 +1,208 @@
+"""Exercise 9's graded cells judge what an answer does, not how it is written.
+
+Each graded cell of ``solutions/09_inside_the_compiler_solutions.ipynb`` is run here, in this
+process, after the notebook's setup cell and one answer: plausible wrong answers (a rewrite that
+changes values, one that never fires, one that rewrites too much; a gradient with a sign error or
+without the chain rule, a value that overflows; a tiled kernel without the barrier, with an
+off-by-one at the edge, that drops the last partial tile, or without tiles at all) must fail, and
+correct answers written differently from the solution must pass.  (tests/test_course_notebooks.py
+proves that the cells pass on the solution and fail on the unsolved exercise; the solution's kernel is
+not run again here, because every kernel source costs two compilations, one with AddressSanitizer.)
+
+Rules an answer registers are removed after each test, so nothing leaks into other tests.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursekit.course.graded import graded_cells
+from coursekit.rewriting import RewriteError, registered, remove_rewrite
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = nbformat.read(ROOT / "solutions" / "09_inside_the_compiler_solutions.ipynb", as_version=4)
+SETUP = NOTEBOOK.cells[1].source
+GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
+
+
+def solution_cell(marker):
+    """The source of the solution's code cell that contains ``marker``."""
+    (source,) = [c.source for c in NOTEBOOK.cells if c.cell_type == "code" and marker in c.source
+                 and "GRADED" not in c.source]
+    return source
+
+
+@pytest.fixture
+def run(monkeypatch):
+    """``run(answer, graded_id)``: the setup cell, then ``answer``, then the graded cell, in one namespace."""
+    monkeypatch.setenv("COURSEKIT_SIZE", "small")
+    before = {rw.name for rw in registered()}
+
+    def run_cells(answer, graded_id):
+        namespace = {"__name__": "exercise9"}
+        exec(compile(SETUP, "setup cell", "exec"), namespace)
+        exec(compile(answer, "answer cell", "exec"), namespace)
+        exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
+
+    yield run_cells
+    for rw in registered():
+        if rw.name not in before:
+            remove_rewrite(rw.name)
+
+
+def test_the_notebook_has_the_three_graded_cells_these_tests_drive():
+    assert set(GRADED) == {"rewrite-cancel-self", "op-logcosh-grad", "tiled-matmul"}
+
+
+# --- task 1: the rewrite ---------------------------------------------------------------------------
+
+RULE = '''
+@local_rewrite("canonicalize", "exercise9", tracks={tracks})
+def cancel_self(fgraph, node):
+    name = elemwise_name(node)
+    if name not in ("sub", "true_div"):
+        return None
+    first, second = node.inputs
+    if {same}:
+        return None
+    return [{replacement}]
+'''
+GOOD = dict(tracks="[Elemwise]", same="first is not second",
+            replacement='T.zeros_like(first) if name == "sub" else T.ones_like(first)')
+
+
+def rule(**changes):
+    return RULE.format(**{**GOOD, **changes})
+
+
+def test_the_solution_rule_passes(run):
+    run(solution_cell("def cancel_self"), "rewrite-cancel-self")
+
+
+@pytest.mark.parametrize("answer, error", [
+    (rule(same="False"), AssertionError),                                        # also rewrites x - y
+    (rule(tracks="[T.DimShuffle]"), AssertionError),                              # never fires
+    (rule(replacement="T.zeros_like(first)"), AssertionError),                    # x / x -> 0: wrong values
+    (rule(replacement='first if name == "true_div" else T.zeros_like(first)'), AssertionError),  # x / x -> x
+    (rule(replacement="T.constant(0.0)"), RewriteError),                          # a scalar for a matrix
+    ("", AssertionError),                                                         # no rule at all
+], ids=["rewrites-x-minus-y", "never-fires", "div-gives-zero", "div-gives-x", "wrong-shape", "no-rule"])
+def test_wrong_rewrites_fail(run, answer, error):
+    with pytest.raises(error):
+        run(answer, "rewrite-cancel-self")
+
+
+def test_a_differently_written_correct_rewrite_passes(run):
+    """Two rules instead of one, in a later stage, one written as x * 0, the other as a fill of ones."""
+    answer = '''
+@local_rewrite("specialize", "mine", tracks=[Elemwise])
+def minus_itself(fgraph, node):
+    if elemwise_name(node) == "sub" and node.inputs[0] is node.inputs[1]:
+        return [node.inputs[0] * 0]
+    return None
+
+
+@local_rewrite("specialize", "mine", tracks=[Elemwise])
+def over_itself(fgraph, node):
+    if elemwise_name(node) == "true_div" and node.inputs[0] is node.inputs[1]:
+        x = node.inputs[0]
+        return [T.fill(x, T.constant(1, dtype=x.dtype))]
+    return None
+'''
+    run(answer, "rewrite-cancel-self")
+
+
+# --- task 2: the op with a gradient ----------------------------------------------------------------
+
+OP = solution_cell("class LogCosh")
+STABLE = "(np.logaddexp(x, -x) - np.log(2)).astype(x.dtype)"
+GRADIENT = "[g * T.tanh(x)]"
+assert STABLE in OP and GRADIENT in OP, "the solution changed: update the variants below"
+
+
+def test_the_solution_op_passes(run):
+    run(OP, "op-logcosh-grad")
+
+
+@pytest.mark.parametrize("answer", [
+    OP.replace(GRADIENT, "[-g * T.tanh(x)]"),                        # sign error
+    OP.replace(GRADIENT, "[T.tanh(x)]"),                             # forgets the chain rule
+    OP.replace(GRADIENT, "[g * (1 - T.sqr(T.tanh(x)))]"),            # the second derivative
+    OP.replace(STABLE, "np.log(np.cosh(x))"),                        # overflows at |x| = 800
+], ids=["sign-error", "no-chain-rule", "second-derivative", "overflows"])
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_wrong_ops_fail(run, answer):
+    with pytest.raises(AssertionError):
+        run(answer, "op-logcosh-grad")
+
+
+def test_an_op_that_returns_the_wrong_dtype_fails_with_a_clear_error(run):
+    answer = OP.replace(STABLE, "np.logaddexp(x, -x) - np.log(2)")      # float32 in, float64 out
+    with pytest.raises(TypeError, match="produced a float64 array .* declared as TensorType\\(float32"):
+        run(answer, "op-logcosh-grad")
+
+
+def test_a_differently_written_correct_op_passes(run):
+    answer = (OP.replace(STABLE, "(np.abs(x) + np.log1p(np.exp(-2 * np.abs(x))) - np.log(2)).astype(x.dtype)")
+                .replace(GRADIENT, "[g * (1 - 2 / (T.exp(2 * x) + 1))]"))
+    run(answer, "op-logcosh-grad")
+
+
+# --- task 3: the tiled kernel ----------------------------------------------------------------------
+
+KERNEL = solution_cell("TILED_SOURCE = ")
+SECOND_BARRIER = "        for (int k = 0; k < TILE; ++k)\n            acc += A_tile[ty][k] * B_tile[k][tx];\n        __syncthreads();"
+assert SECOND_BARRIER in KERNEL and "a_col < K" in KERNEL, "the solution changed: update the variants below"
+
+NAIVE = '''TILED_SOURCE = r"""
+__global__ void matmul_tiled(float *C, const float *A, const float *B, int M, int N, int K)
+{
+    const int col = blockIdx.x * blockDim.x + threadIdx.x;
+    const int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[row * K + k] * B[k * N + col];
+        C[row * N + col] = acc;
+    }
+}
+"""'''
+
+
+@pytest.mark.parametrize("answer, message", [
+    (KERNEL.replace(SECOND_BARRIER, SECOND_BARRIER.rsplit("\n", 1)[0]), "order the threads run in"),
+    (KERNEL.replace("a_col < K", "a_col <= K"), "outside the matrices"),
+    (KERNEL.replace("t < (K + TILE - 1) / TILE", "t < K / TILE"), "elements are wrong"),
+    (NAIVE, "__shared__ memory"),
+], ids=["missing-barrier", "off-by-one-at-the-edge", "drops-the-last-tile", "not-tiled"])
+def test_wrong_kernels_fail(run, answer, message):
+    assert answer != KERNEL
+    with pytest.raises(AssertionError, match=message):
+        run(answer, "tiled-matmul")
+
+
+def test_a_differently_written_correct_kernel_passes(run):
+    """Flat shared arrays, blockDim instead of TILE, if/else loads, and an early exit only after the loop."""
+    answer = '''TILED_SOURCE = r"""
+#define T 16
+__global__ void matmul_tiled(float *C, const float *A, const float *B, int M, int N, int K)
+{
+    __shared__ float a[T * T], b[T * T];
+    int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;
+    float sum = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        if (r < M && k0 + threadIdx.x < K) a[threadIdx.y * T + threadIdx.x] = A[r * K + k0 + threadIdx.x];
+        else a[threadIdx.y * T + threadIdx.x] = 0.0f;
+        if (c < N && k0 + threadIdx.y < K) b[threadIdx.y * T + threadIdx.x] = B[(k0 + threadIdx.y) * N + c];
+        else b[threadIdx.y * T + threadIdx.x] = 0.0f;
+        __syncthreads();
+        for (int j = 0; j < T; ++j) sum += a[threadIdx.y * T + j] * b[j * T + threadIdx.x];
+        __syncthreads();
+    }
+    if (r >= M || c >= N) return;
+    C[r * N + c] = sum;
+}
+"""'''
+    run(answer, "tiled-matmul")
