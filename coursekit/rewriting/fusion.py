@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Constant
-from ..tensor.elemwise import Elemwise
+from ..tensor.elemwise import SCALAR_OPERATORS, Elemwise
 from ..tensor.math import cast
 from ..tensor.scalar import ScalarOp, c_type
 from . import global_rewrite, numba_kernels
@@ -38,24 +38,38 @@ class Composite(ScalarOp):
     i-th embedded constant) or ``("tmp", j)`` (the result of step j).
     """
 
-    def __init__(self, program, constants, nin, input_dtypes=None):
+    def __init__(self, program, constants, nin, input_dtypes=None, loop_modes=None):
         self.program, self.constants = tuple(program), tuple(constants)
         self._n_inputs = nin
         self.input_dtypes = tuple(input_dtypes) if input_dtypes is not None else None
+        numba = _numba_wanted()
+        # the vector layout of the inputs (numba_kernels.loop_modes); only the numba path uses it
+        self.loop_modes = loop_modes if numba and numba_kernels.supports_loop(self, loop_modes) else None
         self._key = ("composite", tuple((op.key(), refs, dtype) for op, refs, dtype in self.program),
-                     tuple((c.dtype.str, c.shape, c.tobytes()) for c in self.constants), self.input_dtypes)
+                     tuple((c.dtype.str, c.shape, c.tobytes()) for c in self.constants), self.input_dtypes,
+                     self.loop_modes)
         self._hash = hash((Composite, self._key))
         self._expr = self._describe()
         self.numpy_impl = self._generate()
         self.kernel = "numpy"
         impl = self.numpy_impl
-        if _numba_wanted() and numba_kernels.supports(self, self.input_dtypes):
+        self.scalar_impl = self._scalar_program()  # 0-d values: NumPy scalar operators (None if some step has none)
+        self.loop_impl = None  # strict(*inputs, out): the Elemwise thunk's fast path (numba_kernels.loop_wrapper)
+        if self.loop_modes is not None:  # one vectorised loop, compiled on the first call
+            impl, self.loop_impl = numba_kernels.loop_wrapper(self, self.input_dtypes, self.loop_modes,
+                                                              self.numpy_impl)
+            self.kernel = "numba-loop"
+        elif numba and numba_kernels.supports(self, self.input_dtypes):
             impl = numba_kernels.compile_kernel(self, self.input_dtypes)  # a real ufunc: one loop, one pass
             self.kernel = "numba"
         super().__init__(f"Composite{{{self._expr}}}", nin, impl, c_expr=None)
 
     def key(self):
         return self._key
+
+    def output_dtype(self, *dtypes):
+        """The last step's dtype (no probe call: a numba kernel compiles on its first call)."""
+        return self.program[-1][2]
 
     def __hash__(self):  # the key is a long tuple, and merge hashes every node's op on every pass
         return self._hash
@@ -150,6 +164,31 @@ class Composite(ScalarOp):
         self.source = f"# {len(plan)} steps run by coursekit.rewriting.fusion._run_plan (too long to unroll)\n"
         return _run_plan(tuple(plan), constants, len(plan))
 
+    def _scalar_program(self):
+        """``f(i0, ...)`` on NumPy scalars with Python operators, for 0-d nodes: a ufunc call on 0-d
+        values costs ten times the arithmetic.  Only steps whose operator gives exactly the ufunc's
+        result (``tensor.elemwise.SCALAR_OPERATORS``, every operand already of the step's dtype)."""
+        if self.input_dtypes is None or len(self.program) > UNROLL_LIMIT:
+            return None
+        dtype_of = {"in": lambda i: self.input_dtypes[i], "const": lambda i: self.constants[i].dtype.name,
+                    "tmp": lambda i: self.program[i][2]}
+        ns, lines = {}, [f"def scalar_fused({', '.join(f'i{i}' for i in range(self._n_inputs))}):"]
+        for j, (op, refs, dtype) in enumerate(self.program):
+            if op.name not in SCALAR_OPERATORS or dtype not in ("float32", "float64"):
+                return None
+            if any(dtype_of[kind](i) != dtype for kind, i in refs):
+                return None
+            names = []
+            for kind, i in refs:
+                if kind == "const":
+                    ns[f"k{i}"] = self.constants[i].reshape(())[()]
+                names.append({"in": "i", "const": "k", "tmp": "t"}[kind] + str(i))
+            ns[f"op{j}"] = SCALAR_OPERATORS[op.name]
+            lines.append(f"    t{j} = op{j}({', '.join(names)})")
+        lines.append(f"    return t{len(self.program) - 1}")
+        exec(compile("\n".join(lines) + "\n", f"<fused 0-d {self._expr[:60]}>", "exec"), ns)
+        return ns["scalar_fused"]
+
     # ------------------------------------------------------------ C code
     def c_statements(self, input_names, input_dtypes):
         """C/CUDA for one element: one ``const`` temporary per step, so a result used twice is
@@ -237,6 +276,7 @@ def fuse_elemwise(fgraph):
     over the graph's depth: a chain of 10,000 ops fuses like a chain of 3.
     """
     changes = 0
+    numba = _numba_wanted()
     order = fgraph.toposort()
     position = {node: k for k, node in enumerate(order)}
     consumed = set()
@@ -244,7 +284,7 @@ def fuse_elemwise(fgraph):
         if node in consumed or not _fusable(node):
             continue
         group = _grow_group(fgraph, node)
-        if len(group) < 2:
+        if len(group) < 2 and not (numba and _worth_a_loop_kernel(node)):
             continue
         members = sorted(group, key=position.__getitem__)
         new_out = _build_composite(node, members)
@@ -255,6 +295,12 @@ def fuse_elemwise(fgraph):
         fgraph.rewrite_log.append(("fusion", "fuse_elemwise", f"{len(group)} ops -> {new_out.owner.op}"))
         changes += 1
     return changes
+
+
+def _worth_a_loop_kernel(node):
+    """A lone transcendental op over a vector: numba's vectorised loop beats NumPy's call (W1)."""
+    return (node.op.scalar_op.name in numba_kernels.LOOP_MATH
+            and numba_kernels.loop_modes([v.type for v in node.inputs], node.outputs[0].type) is not None)
 
 
 def _grow_group(fgraph, root):
@@ -332,7 +378,8 @@ def _build_composite(root, members):
         return None
     final = slot[root.outputs[0]]
     program = _live_steps(program, final)
-    composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs])
+    modes = numba_kernels.loop_modes([v.type for v in inputs], root.outputs[0].type)
+    composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs], modes)
     out = Elemwise(composite)(*inputs)
     if out.type != root.outputs[0].type:
         out = cast(out, root.outputs[0].type.dtype) if out.type.dtype != root.outputs[0].type.dtype else out

@@ -77,13 +77,14 @@ class Elemwise(XpOp):
 
     def make_thunk(self, node, storage_map):
         # Specialised closures: this is the hot path of every compiled function.
-        impl = self.scalar_op.impl
-        ndarray, asarray = np.ndarray, np.asarray
+        asarray = np.asarray
         ins = [_squeezed_constant_cell(v, node) or storage_map[v] for v in node.inputs]
         cell = storage_map[node.outputs[0]]
-        check = _broadcast_checker(node)
-        fits = fits_buffer
         operator_fn = _scalar_operator(node)
+        scalar_fn = getattr(self.scalar_op, "scalar_impl", None) if node.outputs[0].type.ndim == 0 else None
+        loop = getattr(self.scalar_op, "loop_impl", None)
+        if loop is not None:  # a numba loop kernel (fused Composite); NumPy when it cannot loop
+            return _loop_thunk(loop, ins, cell, self._generic_thunk(ins, cell, node, self.scalar_op.numpy_impl))
         if operator_fn is not None and len(ins) == 2:
             a, b = ins
 
@@ -94,7 +95,20 @@ class Elemwise(XpOp):
 
             def thunk():
                 cell[0] = asarray(operator_fn(a[0][()]))
-        elif len(ins) == 1:
+        elif scalar_fn is not None:  # a fused 0-d chain (Composite.scalar_impl)
+            def thunk():
+                cell[0] = asarray(scalar_fn(*[c[0][()] for c in ins]))
+        else:
+            thunk = self._generic_thunk(ins, cell, node, self.scalar_op.impl)
+        return thunk
+
+    @staticmethod
+    def _generic_thunk(ins, cell, node, impl):
+        """Any rank, NumPy broadcasting (checked against the types), the old buffer reused when it fits."""
+        ndarray, asarray = np.ndarray, np.asarray
+        check = _broadcast_checker(node)
+        fits = fits_buffer
+        if len(ins) == 1:
             (a,) = ins
 
             def thunk():
@@ -143,6 +157,26 @@ class Elemwise(XpOp):
         return [None if g is None else reduce_to_broadcast(g, x) for g, x in zip(grads, inputs)]
 
 
+def _loop_thunk(loop, ins, cell, generic):
+    """A numba loop kernel's thunk (``rewriting/numba_kernels.py``): it checks the lengths
+    itself; inputs it cannot loop over (broadcasting, errors) take the ``generic`` path."""
+    if len(ins) == 1:
+        (a,) = ins
+
+        def thunk():
+            try:
+                cell[0] = loop(a[0], cell[0])
+            except ValueError:
+                generic()
+    else:
+        def thunk():
+            try:
+                cell[0] = loop(*[c[0] for c in ins], cell[0])
+            except ValueError:
+                generic()
+    return thunk
+
+
 def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
     """``run(inputs, output_storage)`` for an elementwise ``kernel(*arrays, out=None)`` of ``node``.
 
@@ -181,18 +215,18 @@ def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
 
 # Ops whose Python operator on NumPy scalars gives exactly the ufunc's result (same dtype rules,
 # same IEEE arithmetic and warnings), at a tenth of a ufunc call's cost on 0-d values (W2).
-_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "true_div": operator.truediv,
+SCALAR_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "true_div": operator.truediv,
               "neg": operator.neg}
 
 
 def _scalar_operator(node):
     """The operator for a 0-d float node whose inputs all have its output's dtype, else None."""
     out = node.outputs[0].type
-    if out.ndim or out.dtype not in ("float32", "float64") or node.op.scalar_op.name not in _OPERATORS:
+    if out.ndim or out.dtype not in ("float32", "float64") or node.op.scalar_op.name not in SCALAR_OPERATORS:
         return None
     if any(v.type.dtype != out.dtype for v in node.inputs):
         return None
-    return _OPERATORS[node.op.scalar_op.name]
+    return SCALAR_OPERATORS[node.op.scalar_op.name]
 
 
 def _squeezed_constant_cell(var, node):
