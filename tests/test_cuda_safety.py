@@ -11,11 +11,13 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
 
 from coursekit import cuda
+from coursekit.cuda.emulator import _LAUNCH_LOCK
 
 EMU = "emulator"
 HERE = os.path.basename(__file__)
@@ -138,11 +140,21 @@ def test_watchdog_default_comes_from_the_environment(mod, monkeypatch):
         mod.get_function("spin")(cuda.In(np.zeros(1, np.int32)), block=(1, 1, 1))
 
 
+def interrupt_when_launched():
+    """Send SIGINT to this process once a launch is under way (it holds the emulator's launch lock)."""
+    for _ in range(6000):
+        if _LAUNCH_LOCK.locked():
+            time.sleep(0.1)
+            break
+        time.sleep(0.01)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 @pytest.mark.parametrize("kernel,arg", [("spin", np.zeros(1, np.int32)), ("spin_math", np.zeros(1, np.float32)),
                                         ("spin_print", np.zeros(1, np.int32))])
 def test_ctrl_c_stops_an_endless_kernel(mod, kernel, arg, capsys):
     """SIGINT (Jupyter's interrupt) stops the launch; a 60 s watchdog would say KernelTimeoutError instead."""
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer = threading.Thread(target=interrupt_when_launched)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt, match=rf"kernel `{kernel}` was interrupted"):

@@ -49,15 +49,15 @@ void* volatile g_fault_addr = nullptr;
 void* volatile g_fault_pc = nullptr;
 pthread_t g_launch_thread;
 uintptr_t g_text_lo = 0, g_text_hi = 0;
-const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGINT, 0};
-struct sigaction g_old[4];
-bool g_installed[5];
-stack_t g_old_altstack;
+int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGINT, 0, 0};   // [4]: the watchdog's, set at first use
+struct sigaction g_old[5];
+bool g_installed[5], g_sigint_taken = false, g_armed = false;
 alignas(16) char g_altstack[64 * 1024];
 timer_t g_timer;
 pid_t g_timer_tid = 0;
+pthread_t g_timer_thread;
 
-inline int watchdog_signal() { return SIGRTMIN + 4; }
+inline int watchdog_signal() { return kSignals[4] ? kSignals[4] : (kSignals[4] = SIGRTMIN + 4); }
 
 // Reserve stacks for n fibers (at least 64; the region is replaced when a
 // launch needs more, or when the stack size changed).  False + g_error on failure.
@@ -124,18 +124,28 @@ void arm_timer(double seconds) {
     its.it_value.tv_sec = (time_t)seconds;
     its.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
     timer_settime(g_timer, 0, &its, nullptr);
+    g_armed = seconds > 0;
 }
 
 void on_signal(int sig, siginfo_t* info, void* uctx) {
     const bool stop_signal = sig == SIGINT || sig == watchdog_signal();
+    if (sig == watchdog_signal() && (!info || info->si_value.sival_ptr != (void*)&g_timer))
+        return;                                   // another library's (stale) timer
     if (!g_in_launch || !pthread_equal(pthread_self(), g_launch_thread)) {
         if (g_in_launch && stop_signal) { pthread_kill(g_launch_thread, sig); return; }
-        for (int k = 0; kSignals[k]; ++k)         // not ours: restore the previous handler and let it act
-            if (kSignals[k] == sig && g_installed[k]) {
+        if (sig == SIGINT) {                      // just after the launch: it is Python's
+            const struct sigaction& old = g_old[3];
+            if (old.sa_flags & SA_SIGINFO) old.sa_sigaction(sig, info, uctx);
+            else if (old.sa_handler != SIG_IGN && old.sa_handler != SIG_DFL) old.sa_handler(sig);
+            return;
+        }
+        if (stop_signal) return;                  // a late timer after its launch
+        for (int k = 0; k < 3; ++k)               // a fault that is not ours: back to the previous
+            if (kSignals[k] == sig) {             // handler, which gets it when the access re-executes
                 sigaction(sig, &g_old[k], nullptr);
-                if (sig == SIGINT) raise(sig);
+                g_installed[k] = false;
             }
-        return;                                   // a fault re-executes and reaches the previous handler
+        return;
     }
     if (stop_signal) {
         if (g_stop != STOP_INTERRUPT) g_stop = sig == SIGINT ? STOP_INTERRUPT : STOP_TIMEOUT;
@@ -156,6 +166,18 @@ void on_signal(int sig, siginfo_t* info, void* uctx) {
 
 // Called by ck_launch before the jump target is set.  catch_sigint: the
 // launch runs on Python's main thread, where Ctrl-C is meant for it.
+// Ours for SIGSEGV/SIGBUS/FPE and the watchdog signal stay installed between
+// launches (when not in a launch they hand a fault to the previous handler),
+// so a launch only checks that nobody replaced them: one query each instead
+// of an install and a restore.  SIGINT is Python's between launches, so it is
+// taken for the launch and given back.  The altstack is left in place too.
+void ensure_handler(int k, const struct sigaction& sa) {
+    struct sigaction cur;
+    if (sigaction(kSignals[k], nullptr, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_signal)
+        return;
+    g_installed[k] = sigaction(kSignals[k], &sa, &g_old[k]) == 0;
+}
+
 void install_handlers(bool catch_sigint, double timeout_s) {
     g_launch_thread = pthread_self();
     g_stop = STOP_NONE;
@@ -166,44 +188,44 @@ void install_handlers(bool catch_sigint, double timeout_s) {
         Dl_info dl;
         if (dladdr((void*)&on_signal, &dl)) dl_iterate_phdr(text_range, dl.dli_fbase);
     }
-    pid_t tid = (pid_t)syscall(SYS_gettid);
-    if (g_timer_tid != tid) {
+    if (!g_timer_tid || !pthread_equal(g_timer_thread, g_launch_thread)) {
         if (g_timer_tid) timer_delete(g_timer);
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = watchdog_signal();
+        sev.sigev_value.sival_ptr = &g_timer;          // tells our timer from another library's
+        pid_t tid = (pid_t)syscall(SYS_gettid);
         sev._sigev_un._tid = tid;
         g_timer_tid = timer_create(CLOCK_MONOTONIC, &sev, &g_timer) == 0 ? tid : 0;
+        g_timer_thread = g_launch_thread;
     }
-    stack_t ss;
-    ss.ss_sp = g_altstack;
-    ss.ss_size = sizeof g_altstack;
-    ss.ss_flags = 0;
-    sigaltstack(&ss, &g_old_altstack);
+    stack_t cur_ss;
+    if (sigaltstack(nullptr, &cur_ss) == 0 && ((cur_ss.ss_flags & SS_DISABLE) || cur_ss.ss_size < 16384)) {
+        stack_t ss;
+        ss.ss_sp = g_altstack;
+        ss.ss_size = sizeof g_altstack;
+        ss.ss_flags = 0;
+        sigaltstack(&ss, nullptr);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER | SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    for (int k = 0; kSignals[k]; ++k) {
-        g_installed[k] = false;
-        if (kSignals[k] == SIGINT) {
-            if (!catch_sigint) continue;
-            struct sigaction cur;
-            sigaction(SIGINT, nullptr, &cur);
-            if (cur.sa_handler == SIG_IGN) continue;   // whoever ignores Ctrl-C keeps ignoring it
+    for (int k = 0; k < 3; ++k) ensure_handler(k, sa);
+    g_sigint_taken = false;
+    if (catch_sigint && sigaction(SIGINT, &sa, &g_old[3]) == 0) {
+        g_sigint_taken = true;
+        if (!(g_old[3].sa_flags & SA_SIGINFO) && g_old[3].sa_handler == SIG_IGN) {   // ignored stays ignored
+            sigaction(SIGINT, &g_old[3], nullptr);
+            g_sigint_taken = false;
         }
-        g_installed[k] = sigaction(kSignals[k], &sa, &g_old[k]) == 0;
     }
-    g_installed[4] = g_timer_tid && sigaction(watchdog_signal(), &sa, nullptr) == 0;
-    if (g_installed[4] && timeout_s > 0) arm_timer(timeout_s);
-    // unblock what we handle (a caller may have blocked SIGINT in this thread)
-    sigset_t ours;
-    sigemptyset(&ours);
-    sigaddset(&ours, SIGINT);
-    sigaddset(&ours, watchdog_signal());
-    pthread_sigmask(SIG_UNBLOCK, &ours, nullptr);
+    if (g_timer_tid) {
+        ensure_handler(4, sa);
+        if (timeout_s > 0) arm_timer(timeout_s);
+    }
 #else
     (void)catch_sigint; (void)timeout_s;
 #endif
@@ -211,15 +233,8 @@ void install_handlers(bool catch_sigint, double timeout_s) {
 
 void remove_handlers() {
 #ifndef __SANITIZE_ADDRESS__
-    for (int k = 0; kSignals[k]; ++k)
-        if (g_installed[k]) sigaction(kSignals[k], &g_old[k], nullptr);
-    if (g_installed[4]) {
-        arm_timer(0);                              // disarm; a signal still pending is ignored
-        struct sigaction ign;
-        memset(&ign, 0, sizeof ign);
-        ign.sa_handler = SIG_IGN;
-        sigaction(watchdog_signal(), &ign, nullptr);
-    }
-    sigaltstack(&g_old_altstack, nullptr);
+    if (g_sigint_taken) sigaction(SIGINT, &g_old[3], nullptr);
+    g_sigint_taken = false;
+    if (g_armed) arm_timer(0);
 #endif
 }

@@ -105,6 +105,7 @@ class EmulatorKernel:
         self._name_b = signature.name.encode()
         self._static = None
         self.last_timeout = faults.DEFAULT_TIMEOUT_S     # watchdog of the latest launch (for its message)
+        self._pool = {}                                  # guarded In/Out buffers for reuse (see _scratch)
 
     def __repr__(self):
         return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
@@ -118,7 +119,8 @@ class EmulatorKernel:
         if (block[0] * block[1] * block[2] > 1024 or shared or self._static or block[2] > 64
                 or grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535):
             A.check_launch(self.name, grid, block, shared, self._static)
-        slots, arrays, copy_back = self._marshal(args)
+        pooled = []                                      # (key, buffer) to give back to self._pool
+        slots, arrays, copy_back = self._marshal(args, pooled)
         level = self.module.check if check is None else check_level(check)
         self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
         start = time.perf_counter()
@@ -130,16 +132,20 @@ class EmulatorKernel:
                 self._run_both_orders(slots, arrays, grid, block, shared)
             else:
                 self._launch(slots, grid, block, shared, order == "reverse", arrays)
+        except BaseException:
+            self._pool.update(pooled)
+            raise
         finally:
             elapsed = time.perf_counter() - start
         for host, dev in copy_back:
             host[...] = dev.reshape(host.shape)
+        self._pool.update(pooled)
         if time_kernel:
             return EmulatorTime(elapsed)
         return None
 
     # -- arguments -------------------------------------------------------------
-    def _marshal(self, args):
+    def _marshal(self, args, pooled):
         """8-byte parameter slots, the device buffers involved, and the Out copies to do."""
         sig = self.signature
         if len(args) != len(sig.params):
@@ -167,7 +173,7 @@ class EmulatorKernel:
                         f"is `{p.decl()}`, a value, not a pointer.")
                 host = a.array
                 A.check_array(sig, i, p, host)
-                dev = faults.guarded_empty(host.shape, host.dtype)
+                dev = self._scratch(i, host, pooled)
                 if a.copy_in:
                     dev[...] = host                                 # also makes strided input contiguous
                 else:
@@ -183,6 +189,24 @@ class EmulatorKernel:
                                           "runs this module)")
                 parts.append(b)
         return b"".join(parts) or b"\0" * 8, arrays, copy_back
+
+    def _scratch(self, i, host, pooled):
+        """A guarded device buffer for the In/Out argument ``i``: the last launch's when it fits.
+
+        A fresh guard-paged buffer costs an mmap, an mprotect and a munmap
+        (tens of microseconds), so one buffer of up to 1 MiB is kept per
+        argument position and handed out again for the same shape and dtype.
+        It is out of the pool while a launch uses it, so two threads never
+        share one.
+        """
+        kept = self._pool.pop(i, None)
+        if kept is not None and kept.shape == host.shape and kept.dtype == host.dtype:
+            dev = kept
+        else:
+            dev = faults.guarded_empty(host.shape, host.dtype)
+        if dev.nbytes <= _POOLED_BYTES:
+            pooled.append((i, dev))
+        return dev
 
     # -- running -----------------------------------------------------------------
 
@@ -223,6 +247,9 @@ class EmulatorKernel:
         compare_orders(self.name, [n for n, _, _ in arrays], forward, reverse)
         for (_, buf, _), f in zip(arrays, forward):
             buf[...] = f
+
+
+_POOLED_BYTES = 1 << 20
 
 
 def _address(buf) -> bytes:
