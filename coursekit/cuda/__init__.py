@@ -16,19 +16,22 @@ out-of-bounds accesses) and :mod:`coursekit.cuda.compiler` for the cache.
 Environment: ``COURSEKIT_CACHE_DIR`` (compiled kernels go to its ``cuda/``
 folder; default ``~/.cache/coursekit/cuda``), ``COURSEKIT_CUDA_CHECK``
 (default check level: ``races``, ``memory`` or ``1`` for both),
+``COURSEKIT_CUDA_TIMEOUT`` (watchdog per launch in seconds, default 20, 0 =
+none), ``COURSEKIT_CUDA_STACK_KB`` (stack per emulated thread, default 512),
 ``COURSEKIT_NO_NVCC=1`` (skip the nvcc compile check), ``COURSEKIT_NVCC_ARCH``
 (default ``sm_80``), ``CXX`` (host compiler, default ``g++``).
 
 Not emulated: ``__constant__`` memory set from the host, textures, half
 precision, cooperative groups, streams/events (launches are synchronous).
-An endless loop in a kernel hangs the emulator as it would hang a GPU.
+An endless loop would hang a GPU; here Ctrl-C (Jupyter's interrupt) or the
+watchdog stops it with an error that names the kernel.
 """
 import numpy as np
 
 from .args import In, InOut, Out
-from .errors import (BackendUnavailableError, CompileError, CudaError, KernelArgumentError,
-                     KernelRuntimeError, KernelTimeoutError, LaunchConfigError, MemoryAccessError,
-                     RaceConditionError, StackOverflowError)
+from .errors import (BackendUnavailableError, CompileError, CudaError, IntegerDivisionError,
+                     KernelArgumentError, KernelRuntimeError, KernelTimeoutError, LaunchConfigError,
+                     MemoryAccessError, RaceConditionError, StackOverflowError)
 from .faults import guarded_empty
 from .module import SourceModule, gpu_available, kernel_device
 
@@ -87,4 +90,4 @@ def compile_check(source, options=()):
 __all__ = ["SourceModule", "In", "Out", "InOut", "to_device", "empty", "zeros", "compile_check",
            "gpu_available", "CudaError", "CompileError", "KernelArgumentError", "LaunchConfigError",
            "KernelRuntimeError", "RaceConditionError", "MemoryAccessError", "StackOverflowError",
-           "KernelTimeoutError", "BackendUnavailableError"]
+           "IntegerDivisionError", "KernelTimeoutError", "BackendUnavailableError"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import resource
+import signal
 import struct
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from .source import SOURCE_NAME, source_line
 ASAN_OPTIONS = ("detect_leaks=0:halt_on_error=1:abort_on_error=0:symbolize=1:print_summary=1:"
                 "detect_stack_use_after_return=0:allocator_may_return_null=1:exitcode=86")
 # What AddressSanitizer prints when it cannot reserve its shadow memory (ulimit -v).
+_SIGNALS = {int(s) for s in signal.Signals}
 _NO_SHADOW = ("ReserveShadowMemoryRange failed", "AddressSanitizer failed to allocate",
               "Shadow memory range interleaves")
 
@@ -90,6 +92,9 @@ def run_checked(kernel, slots, arrays, grid, block, dyn, races):
         except subprocess.TimeoutExpired:
             raise faults.launch_error(kernel, -3, None, arrays, "the checked subprocess",
                                       f"{LABEL}, checked mode") from None
+        except KeyboardInterrupt:      # the child is already killed; say which launch stopped
+            raise faults.launch_error(kernel, -2, None, arrays, "the checked subprocess",
+                                      f"{LABEL}, checked mode") from None
         data = open(rs, "rb").read() if os.path.exists(rs) else b""
     runs, pos = [], 0
     try:
@@ -141,10 +146,16 @@ def memory_error(kernel, report, returncode):
     for m in re.finditer(re.escape(SOURCE_NAME) + r":(\d+)", report):
         line = int(m.group(1))
         break
-    if not kind:
-        tail = "\n".join(ln for ln in report.strip().splitlines()[-15:] if not ln.startswith("CK_"))
-        return KernelRuntimeError(f"kernel `{kernel.name}`: the checked launch crashed (exit status {returncode})."
-                                  f"\n{tail}{faults.caller_line()}\n[{LABEL}, checked mode]")
+    if not kind:       # never AddressSanitizer's raw text in the message: it goes to .report
+        how = (f"signal {signal.Signals(-returncode).name}" if returncode < 0 and -returncode in _SIGNALS
+               else f"exit status {returncode}")
+        error = KernelRuntimeError(
+            f"kernel `{kernel.name}`: the checked launch (AddressSanitizer, in a subprocess) stopped with {how} "
+            f"and left no report that names a fault. What it printed is in the error's .report attribute. Launch "
+            f"once with check=False, where guard pages catch a stack overflow, a division by zero and an access "
+            f"just past an argument's end.{faults.caller_line()}\n[{LABEL}, checked mode]")
+        error.report = report
+        return error
     what, addr = kind.group(1), int(kind.group(2) or "0", 16)
     if what == "stack-overflow":
         return faults.stack_overflow(kernel, where, line, faults.stack_kib(), label)

@@ -2,7 +2,7 @@
 
 Device memory is the simulated GPU's :class:`~coursekit.devices.simarray.SimArray`
 (a NumPy buffer only device code touches).  ``cuda.In/Out/InOut`` host arrays
-get a fresh device buffer per launch, as PyCUDA does; an ``Out`` buffer is
+get a device buffer of their own per launch, as PyCUDA does; an ``Out`` buffer is
 filled with 0xFF bytes first (NaN for floats, -1 for ints) because a GPU's
 fresh memory holds leftovers, never the host array's old values.
 
@@ -18,6 +18,37 @@ Check levels (``SourceModule(..., check=...)`` sets the default, a launch's
 * ``True`` -- both, in the subprocess.
 
 Divergent barriers, failed ``assert`` and ``__trap()`` are always detected.
+
+What every mode guarantees (a kernel runs inside the notebook's own process
+unless checked, so it must never take the session down; see
+:mod:`coursekit.cuda.faults` and ``ck_faults.h`` for how):
+
+* **stack overflow** -- each CUDA thread gets 512 KiB of stack, what a GPU
+  allows as local memory (``COURSEKIT_CUDA_STACK_KB``), with a guard page below
+  it: locals or recursion that do not fit raise :class:`StackOverflowError`
+  naming the kernel and line, and no other memory is touched;
+* **endless kernels** -- Ctrl-C / Jupyter's interrupt stops a launch on the
+  main thread at once (``KeyboardInterrupt`` naming the kernel), and a
+  watchdog stops any launch after ``COURSEKIT_CUDA_TIMEOUT`` seconds (default
+  20, 0 = never; ``timeout=`` on a call) with :class:`KernelTimeoutError`; the
+  session stays usable, the launch's output arrays are not copied back;
+* **faults** -- integer division by zero, an access past the end of an
+  argument, a wild pointer: a Python exception naming the real fault, the
+  kernel's line, the CUDA thread and the Python line of the launch.
+
+Unchecked (``False``/``"races"``): ``In``/``Out``/``InOut`` buffers and
+``cuda.to_device/empty/zeros`` arrays end exactly at a guard page, so the
+first element read or written past the end (``if (i <= n)``) is a
+:class:`MemoryAccessError` naming the argument and index.  An access that
+lands in other valid memory (far out of range, before an argument's start,
+or inside a neighbouring array; arrays made elsewhere have no guard page) is
+not seen and may corrupt data: that is what checked mode is for.
+
+Checked (``"memory"``/``True``): AddressSanitizer sees every out-of-bounds
+access of arguments, shared memory and local arrays, in a subprocess, so
+nothing can reach the notebook's memory.  Under a virtual-memory limit
+(``ulimit -v``) AddressSanitizer cannot start; checked launches then say so in
+a warning and run in-process with the unchecked guarantees above.
 """
 from __future__ import annotations
 

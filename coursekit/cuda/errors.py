@@ -57,6 +57,14 @@ class StackOverflowError(KernelRuntimeError):
         self.line = line
 
 
+class IntegerDivisionError(KernelRuntimeError):
+    """An integer division or ``%`` by zero (or INT_MIN / -1) in a kernel: a GPU gives garbage, silently."""
+
+    def __init__(self, message, line=None):
+        super().__init__(message)
+        self.line = line
+
+
 class KernelTimeoutError(KernelRuntimeError):
     """The emulator's watchdog stopped a launch that ran longer than COURSEKIT_CUDA_TIMEOUT seconds."""
 

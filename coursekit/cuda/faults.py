@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 
-from .errors import KernelRuntimeError, KernelTimeoutError, MemoryAccessError, StackOverflowError
+from .errors import IntegerDivisionError, KernelTimeoutError, MemoryAccessError, StackOverflowError
 from .source import SOURCE_NAME, source_line
 
 DEFAULT_STACK_KIB = 512        # a GPU allows up to 512 KiB of local memory per thread
@@ -132,6 +132,7 @@ def _at(kernel, line):
 
 
 def stack_overflow(kernel, where, line, kib, label):
+    line = _header_line(kernel.module.source, line)
     return StackOverflowError(
         f"kernel `{kernel.name}`: stack overflow in {where}{_at(kernel, line)}\n  a CUDA thread used more than its "
         f"{kib} KiB of stack: local arrays too large, or recursion too deep. A GPU allows at most 512 KiB of local "
@@ -140,13 +141,23 @@ def stack_overflow(kernel, where, line, kib, label):
         f"page: none of your arrays was touched.{caller_line()}\n[{label}]", line=line)
 
 
+def _header_line(source, line):
+    """The function's header for a fault in its prologue, which debug info files under the line of its ``{``."""
+    lines = source.splitlines()
+    if line and 1 < line <= len(lines) and lines[line - 1].strip() == "{":
+        line -= 1
+        while line > 1 and not lines[line - 1].strip():
+            line -= 1
+    return line
+
+
 def division_fault(kernel, where, line, code, label):
     what = ("integer overflow in a division (INT_MIN / -1)" if code == SIGFPE_INTOVF
             else "integer division (or %) by zero" if code == SIGFPE_INTDIV
             else "integer division (or %) by zero, or INT_MIN / -1")
-    return KernelRuntimeError(
+    return IntegerDivisionError(
         f"kernel `{kernel.name}`: {what} in {where}{_at(kernel, line)}\n  On a GPU this gives a meaningless value "
-        f"without any error. Check the divisor first (e.g. `if (d != 0)`).{caller_line()}\n[{label}]")
+        f"without any error. Check the divisor first (e.g. `if (d != 0)`).{caller_line()}\n[{label}]", line=line)
 
 
 def bad_access(kernel, where, line, access, addr, blamed, label, wild_hint, report=""):
