@@ -5,7 +5,9 @@ graph becomes one CUDA kernel), so here the very kernels that the nvcc test
 compiles (``standalone_kernel_source``) are compiled by g++ into a small
 harness that runs each kernel once per element, on awkward values: negative
 and mixed-sign integers, zeros, NaN and infinities, in float32, float64,
-int32 and int64.  (A gpu-marked twin runs the same cases through CuPy.)
+int32 and int64.  The same kernels also run through the CUDA emulator (``cuda.SourceModule``,
+which nvcc compile-checks first where it is installed: nvcc rejected ``exp(int)``, which g++ accepts),
+and a gpu-marked twin runs the cases through CuPy.
 
 Differences that are allowed, and why:
 
@@ -27,6 +29,7 @@ import numpy as np
 import pytest
 
 import coursekit.devices as devices
+from coursekit import cuda
 from coursekit.devices.kernels import PRELUDE, kernel_name, standalone_kernel_source
 from coursekit.tensor.scalar import c_type
 
@@ -83,6 +86,16 @@ HARNESS_PRELUDE = """
 struct ck_index { unsigned int x; };
 static ck_index threadIdx = {0}, blockIdx = {0}, blockDim = {1};
 """
+
+
+def _kernels_source():
+    """Every case's standalone kernel, renamed case_K, after one copy of the prelude."""
+    parts = [PRELUDE]
+    for k, (name, op, dtype) in enumerate(CASES):
+        dtypes = _input_dtypes(op, dtype)
+        src = standalone_kernel_source(op, dtypes, op.output_dtype(*dtypes))
+        parts.append(src.replace(PRELUDE, "").replace(kernel_name(op) + "(", f"case_{k}("))
+    return "\n".join(parts)
 
 
 def _harness_source():
@@ -157,6 +170,19 @@ def test_c_expression_matches_numpy(harness, k):
     assert not bad, "; ".join(bad[:6])
 
 
+def test_c_expressions_match_numpy_through_the_emulator():
+    """The kernels as CUDA source for the emulator: one module, one launch per case, In/Out buffers."""
+    module = cuda.SourceModule(_kernels_source(), backend="emulator")
+    failures = []
+    for k in range(len(CASES)):
+        name, args, expected = _case_values(k)
+        out = np.zeros(expected.size, dtype=expected.dtype)
+        module.get_function(f"case_{k}")(*[cuda.In(np.ascontiguousarray(a)) for a in args], cuda.Out(out),
+                                         np.int64(out.size), block=(256, 1, 1), grid=(-(-out.size // 256), 1))
+        failures += [f"{CASES[k][2]}: {m}" for m in _mismatches(name, args, out, expected)[:2]]
+    assert not failures, "; ".join(failures[:12])
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not devices.gpu_available(), reason="needs a real GPU")
 def test_generated_cuda_kernels_match_numpy_on_the_gpu():
@@ -182,3 +208,24 @@ def test_the_reported_cases(harness):
     run_case(harness, k_div, [np.int32([-7]), np.int32([2])], q)
     run_case(harness, k_mod, [np.float64([-7.5]), np.float64([2.0])], r)
     assert (q[0], r[0]) == (-7 // 2, -7.5 % 2) == (-4, 0.5)
+
+
+def test_a_fused_chain_over_integers_compiles_and_matches_numpy_through_the_emulator():
+    """A Composite's temporaries keep their dtypes: sqrt and exp of an int16 input compute in float32 (as
+    NumPy does), and the chain stays on the GPU device."""
+    import coursekit as theano
+    import coursekit.tensor as T
+    from coursekit.devices.gpu_ops import GpuElemwise
+
+    x = T.vector("x", dtype="int16")
+    with theano.config.change(device="sim"):
+        f = theano.function([x], T.sqrt(x * x + 1) * np.float32(3) + T.exp(-abs(x)) + x // 2)
+    (node,) = [n for n in f.toposort() if isinstance(n.op, GpuElemwise)]
+    dtypes, out_dtype = [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype
+    assert dtypes == ["int16"] and out_dtype == "float32" and "Composite" in str(node.op)
+    source = standalone_kernel_source(node.op.scalar_op, dtypes, out_dtype)
+    values = INTS.astype(np.int16)
+    out = np.zeros(values.size, np.float32)
+    cuda.SourceModule(source, backend="emulator").get_function(kernel_name(node.op.scalar_op))(
+        cuda.In(values), cuda.Out(out), np.int64(values.size), block=(32, 1, 1))
+    np.testing.assert_allclose(out, f(values), rtol=4e-7)

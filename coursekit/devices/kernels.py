@@ -84,7 +84,7 @@ def scalar_expression(scalar_op, names, dtypes):
     elif scalar_op.c_expr is None:
         raise NotImplementedError(f"the scalar op {scalar_op} has no CUDA expression")
     else:
-        expr = scalar_op.c_expr.format(*names)
+        expr = scalar_op.c_call(names, dtypes)
     return _helpers(expr)
 
 

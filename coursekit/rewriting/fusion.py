@@ -197,18 +197,21 @@ class Composite(ScalarOp):
         for j, (op, refs, dtype) in enumerate(self.program):
             if op.c_expr is None:
                 raise NotImplementedError(f"{op.name} has no C expression")
-            args = []
+            args, arg_dtypes = [], []
             for kind, i in refs:
                 if kind == "in":
                     args.append(input_names[i])
+                    arg_dtypes.append(input_dtypes[i])
                 elif kind == "const":
                     args.append(f"(({c_type(self.constants[i].dtype)}){c_literal(self.constants[i])})")
+                    arg_dtypes.append(self.constants[i].dtype)
                 else:
-                    args.append(temps[i])
+                    args.append(temps[i][0])
+                    arg_dtypes.append(temps[i][1])
             name = f"t{j}"
-            lines.append(f"const {c_type(dtype)} {name} = ({c_type(dtype)})({op.c_expr.format(*args)});")
-            temps.append(name)
-        return lines, temps[-1]
+            lines.append(f"const {c_type(dtype)} {name} = ({c_type(dtype)})({op.c_call(args, arg_dtypes)});")
+            temps.append((name, dtype))
+        return lines, temps[-1][0]
 
     def c_code(self, input_names, input_dtypes):
         """The whole chain as a single C expression (the statements' form is what kernels use)."""

@@ -18,9 +18,15 @@ for arrays of the input dtypes, so coursekit follows NumPy 2's rules exactly.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 _DTYPE_CACHE: dict = {}
+# C math functions with no integer overload in CUDA: nvcc and NVRTC reject exp(int) (g++ accepts it, so
+# only a real GPU would notice). An integer or bool argument is converted to the op's float result type
+# first, which is what NumPy's loops do too (exp of int32 computes in float64, of int16 in float32).
+_REAL_MATH_CALL = re.compile(r"\b(?:exp|expm1|log|log1p|tanh|sqrt|sin|cos|floor|ceil|round|rint|trunc)\(")
 
 
 class ScalarOp:
@@ -38,6 +44,14 @@ class ScalarOp:
 
     def key(self):
         return (self.name,)
+
+    def c_call(self, args, dtypes):
+        """``c_expr`` over the C expressions ``args`` of the given dtypes (see _REAL_MATH_CALL for casts)."""
+        if _REAL_MATH_CALL.search(self.c_expr) and any(np.dtype(d).kind in "iub" for d in dtypes):
+            real = np.dtype(self.output_dtype(*dtypes))
+            real = c_type(real if real.kind == "f" else np.float64)       # ceil(int) is an int: compute in double
+            args = [f"(({real}){a})" if np.dtype(d).kind in "iub" else a for a, d in zip(args, dtypes)]
+        return self.c_expr.format(*args)
 
     def __reduce__(self):
         """Pickle a registered op by its name: its impl and gradient are closures that pickle cannot store."""
