@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from ..tensor.scalar import c_type
 
 PRELUDE = """
@@ -22,6 +24,7 @@ PRELUDE = """
 // * integer division or remainder by zero gives 0, as NumPy does (C: undefined behaviour, a trap on x86);
 //   float division by zero gives inf or nan, float remainder by zero nan, as in NumPy;
 // * integer / integer is a double division (NumPy's true_divide), never C's integer division;
+// * integer ** integer is an exact integer power, as in NumPy (CUDA's pow(int, int) is ambiguous);
 // * max, min and sign propagate NaN as NumPy's maximum, minimum and sign do; ~ on a bool is "not".
 // Mixed argument types compute in C's common type (float32 with int32: float; NumPy: float64).
 template <typename T> struct ck_real { typedef double type; };
@@ -66,6 +69,16 @@ template <typename A, typename B> __device__ __forceinline__ auto ck_floordiv(A 
 { typedef decltype(a + b) T; return ck_floordiv_((T)a, (T)b); }
 template <typename A, typename B> __device__ __forceinline__ auto ck_mod(A a, B b) -> decltype(a + b)
 { typedef decltype(a + b) T; return ck_mod_((T)a, (T)b); }
+template <typename T> __device__ __forceinline__ T ck_pow_(T a, T b) {  // integers: NumPy's exact power, wrapping
+    if (b < 0) return 0;                  // (NumPy refuses a negative integer power)
+    unsigned long long r = 1, x = (unsigned long long)a, e = (unsigned long long)b;
+    for (; e; e >>= 1, x *= x) if (e & 1) r *= x;
+    return (T)r;
+}
+__device__ __forceinline__ float ck_pow_(float a, float b) { return powf(a, b); }
+__device__ __forceinline__ double ck_pow_(double a, double b) { return pow(a, b); }
+template <typename A, typename B> __device__ __forceinline__ auto ck_pow(A a, B b) -> decltype(a + b)
+{ typedef decltype(a + b) T; return ck_pow_((T)a, (T)b); }
 template <typename T> __device__ __forceinline__ T ck_abs(T a) { return a < 0 ? ck_negate(a) : a; }
 __device__ __forceinline__ float ck_abs(float a) { return fabs(a); }
 __device__ __forceinline__ double ck_abs(double a) { return fabs(a); }
@@ -107,8 +120,10 @@ def kernel_name(scalar_op):
 def elementwise_kernel_parts(scalar_op, input_dtypes, output_dtype):
     """(in_params, out_params, operation, name, preamble) for ``cupy.ElementwiseKernel``."""
     names = [f"i{k}" for k in range(len(input_dtypes))]
-    in_params = ", ".join(f"{c_type(d)} {n}" for n, d in zip(names, input_dtypes))
-    out_params = f"{c_type(output_dtype)} out0"
+    # CuPy reads a parameter's type as a NumPy dtype name: "float" would mean float64, "int" int64,
+    # and "long long" is refused. The operation itself is C, where i0 then has the matching C type.
+    in_params = ", ".join(f"{np.dtype(d).name} {n}" for n, d in zip(names, input_dtypes))
+    out_params = f"{np.dtype(output_dtype).name} out0"
     lines, final = scalar_statements(scalar_op, names, input_dtypes)
     operation = "\n".join(lines + [f"out0 = ({c_type(output_dtype)})({final});"])
     return in_params, out_params, operation, kernel_name(scalar_op), PRELUDE

@@ -220,7 +220,7 @@ _def("true_div", 2, np.true_divide, _g(lambda M, i, z, g: [g / i[1], -g * i[0] /
 _def("int_div", 2, np.floor_divide, _zero_grads, "ck_floordiv({0}, {1})")
 _def("mod", 2, np.mod, _g(lambda M, i, z, g: [g, -g * M.floor(i[0] / i[1])]), "ck_mod({0}, {1})")
 _def("pow", 2, np.power,
-     _g(lambda M, i, z, g: [g * i[1] * i[0] ** (i[1] - 1), g * z * M.log(i[0])]), "pow({0}, {1})", True)
+     _g(lambda M, i, z, g: [g * i[1] * i[0] ** (i[1] - 1), g * z * M.log(i[0])]), "ck_pow({0}, {1})", True)
 _def("neg", 1, np.negative, _g(lambda M, i, z, g: [-g]), "(-{0})")
 _def("exp", 1, np.exp, _g(lambda M, i, z, g: [g * z]), "exp({0})", True)
 _def("log", 1, np.log, _g(lambda M, i, z, g: [g / i[0]]), "log({0})")
