@@ -100,25 +100,34 @@ def run_in_threads(*targets):
         t.join()
 
 
-def test_updates_to_one_shared_variable_from_two_threads_are_never_lost(tiny_switch_interval):
-    w = theano.shared(np.float64(0), name="w")
-    plus_one = theano.function([], [], updates={w: w + 1})
-    plus_two = theano.function([], [], updates={w: w + 2})
+# The issue measured 46,836 of 60,000 (cpu) and 202 results of other calls in 40k (sim, allow_gc=False).
+SETTINGS = pytest.mark.parametrize("device,allow_gc", [("cpu", True), ("sim", False)])
+
+
+@SETTINGS
+def test_updates_to_one_shared_variable_from_two_threads_are_never_lost(tiny_switch_interval, device, allow_gc):
+    with theano.config.change(device=device, allow_gc=allow_gc):
+        w = theano.shared(np.float32(0), name="w")
+        plus_one = theano.function([], [], updates={w: w + 1})
+        plus_two = theano.function([], [], updates={w: w + 2})
     n = 3000
     run_in_threads(lambda: [plus_one() for _ in range(n)], lambda: [plus_two() for _ in range(n)])
-    assert float(w.get_value()) == 3 * n
+    assert float(np.asarray(w.get_value())) == 3 * n
 
 
-def test_one_function_called_from_two_threads_returns_each_call_its_own_result(tiny_switch_interval):
-    x = T.dvector("x")
-    f = theano.function([x], x * 2)
+@SETTINGS
+def test_one_function_called_from_two_threads_returns_each_call_its_own_result(tiny_switch_interval, device,
+                                                                                allow_gc):
+    x = T.fvector("x")
+    with theano.config.change(device=device, allow_gc=allow_gc):
+        f = theano.function([x], T.exp(x) * 2 + x)
     wrong = []
 
     def worker(k):
-        value = np.full(3, float(k))
+        value = np.full(3, float(k), np.float32)
         for _ in range(2000):
             result = f(value)
-            if result is None or result[0] != 2 * k:
+            if result is None or not np.allclose(np.asarray(result), np.exp(value) * 2 + value):
                 wrong.append(result)
 
     run_in_threads(lambda: worker(1), lambda: worker(2))

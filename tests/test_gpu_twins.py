@@ -115,3 +115,16 @@ def test_std_gradient_over_a_length_one_axis_is_zero_not_nan():
     np.testing.assert_allclose(grads, centred / (4 * data.std(axis=1, keepdims=True)), rtol=1e-4)
     assert np.isnan(f(np.float32([[np.nan, 1.0]]))[0]).all()
     theano.gradient.verify_grad(lambda v: T.std(v, axis=0), [np.random.default_rng(1).random((4, 2))])
+
+
+@pytest.mark.parametrize("mode", ["FAST_RUN", "FAST_COMPILE"])
+def test_a_transfer_pair_is_cut(gpu, mode):
+    """host_from_gpu(gpu_from_host(y)) in the user's graph: cut_transfer_pairs fires, the data never leaves the GPU."""
+    x = T.fmatrix("x")
+    y = T.exp(x)
+    round_trip = theano.host_from_gpu(theano.gpu_from_host(y)) * 2
+    f = theano.function([x], round_trip, mode=mode)
+    assert "cut_transfer_pairs" in [name for _, name, _ in f.maker.fgraph.rewrite_log]
+    assert names(f).count("GpuFromHost") == 1 and names(f).count("HostFromGpu") == 1   # the input's and the result's
+    data = f32(3, 4)
+    np.testing.assert_allclose(f(data), np.exp(data) * 2, rtol=1e-6)
