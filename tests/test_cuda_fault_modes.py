@@ -26,12 +26,14 @@ from test_cuda_safety import SOURCE, interrupt_when_launched  # noqa: E402  (sha
 
 HERE = os.path.basename(__file__)
 MODES = [False, "races", "memory", True]
-# kernel: (arguments, block, error class, what the message names, the student's line)
+# kernel: (arguments, block, error class, what the message names, the student's line or lines)
 FAULTS = {
     "divide": (lambda: (cuda.Out(np.zeros(4, np.int32)), np.int32(2)), 4, cuda.IntegerDivisionError,
                "integer division (or %) by zero", 29),
     "recurse": (lambda: (cuda.Out(np.zeros(4, np.int32)), np.int32(1_000_000)), 4, cuda.StackOverflowError,
-                "stack overflow", None),
+                "stack overflow", range(2, 8)),
+    "huge_locals": (lambda: (cuda.Out(np.zeros(4, np.float32)),), 4, cuda.StackOverflowError, "stack overflow",
+                    range(16, 22)),
     "off_by_one": (lambda: (cuda.Out(np.zeros(100, np.float32)), np.int32(100)), 128, cuda.MemoryAccessError,
                    "out-of-bounds write on argument `x` at index 100", 34),
     "read_past": (lambda: (cuda.In(np.zeros(10, np.float32)), cuda.Out(np.zeros(10, np.float32)), np.int32(10)),
@@ -52,8 +54,8 @@ def test_each_fault_is_named_with_the_students_line_in_every_mode(mod, kernel, m
         mod.get_function(kernel)(*make_args(), block=(threads, 1, 1), check=mode)
     msg = str(e.value)
     assert f"kernel `{kernel}`: {named}" in msg
-    if line is None:         # where in `depth` a stack overflow faults is g++'s choice; never at its lone `{`
-        assert e.value.line in range(2, 8)
+    if isinstance(line, range):    # where in the function a stack overflow faults is g++'s choice
+        assert e.value.line in line
     else:
         assert e.value.line == line
     shown = SOURCE.splitlines()[e.value.line - 1].strip()
@@ -61,6 +63,14 @@ def test_each_fault_is_named_with_the_students_line_in_every_mode(mod, kernel, m
     assert f"launched from {__file__}" in msg
     assert ("checked mode" in msg) == (mode in ("memory", True))
     assert "AddressSanitizer:" not in msg and "==ERROR" not in msg
+
+
+@pytest.mark.parametrize("mode", MODES, ids=str)
+def test_120_kb_of_locals_fit_in_every_mode(mod, mode):
+    """A GPU allows 512 KiB of local memory per thread; AddressSanitizer's red zones must fit too."""
+    out = np.zeros(8, np.float32)
+    mod.get_function("big_locals")(cuda.Out(out), np.int32(3), block=(8, 1, 1), check=mode)
+    np.testing.assert_array_equal(out, [sum(float((k * 7919) % 30000 + t) for k in range(3)) for t in range(8)])
 
 
 def test_ctrl_c_stops_a_checked_launch_and_names_it(mod):
@@ -132,7 +142,7 @@ def run_until_interrupted(manager, client, code):
         msg = client.get_iopub_msg(timeout=30)
         if msg["parent_header"].get("msg_id") == msg_id and msg["content"].get("execution_state") == "busy":
             break
-    time.sleep(1.5)                              # well inside the launch (its module is already built)
+    time.sleep(1.0)                              # well inside the launch (its module is already built)
     start = time.monotonic()
     manager.interrupt_kernel()
     while True:
