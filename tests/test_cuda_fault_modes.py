@@ -224,3 +224,14 @@ def test_grading_catches_an_off_by_one_hidden_by_slack_and_later_tasks_still_sco
     assert edge.points == 0 and edge.reason.startswith("error: MemoryAccessError"), edge.reason
     assert "argument `x` at index 100" in edge.reason, edge.reason
     assert later.points == 2 and later.reason == "passed", later.reason
+
+
+def test_a_checked_subprocess_ended_by_sigint_is_an_interrupt_naming_the_kernel(mod, tmp_path, monkeypatch):
+    """Jupyter signals the whole process group, so the checked child may die of SIGINT before Python sees it."""
+    fake = tmp_path / "interrupted-child"
+    fake.write_text("#!/bin/sh\nkill -INT $$\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(checked_module, "_executable", lambda module: fake)
+    with pytest.raises(KeyboardInterrupt, match=r"kernel `off_by_one` was interrupted(?s:.*)checked mode"):
+        mod.get_function("off_by_one")(cuda.Out(np.zeros(4, np.float32)), np.int32(3), block=(4, 1, 1),
+                                       check="memory")

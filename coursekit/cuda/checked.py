@@ -115,6 +115,8 @@ def run_checked(kernel, slots, arrays, grid, block, dyn, races):
         sys.stdout.write(runs[0][2])
     if proc.returncode != 0 and any(text in proc.stderr for text in _NO_SHADOW):
         return _fallback(kernel, slots, arrays, grid, block, dyn, races, address_space_limit())
+    if proc.returncode == -signal.SIGINT:      # Jupyter interrupts the whole process group: the child first
+        raise faults.launch_error(kernel, -2, None, arrays, "the checked subprocess", f"{LABEL}, checked mode")
     if proc.returncode != 0:
         raise memory_error(kernel, proc.stderr, proc.returncode)
     for rc, err, _, _ in runs:
