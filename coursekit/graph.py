@@ -196,14 +196,16 @@ class Op:
 
     ``__props__`` names the attributes that define the op: ops of the same
     class with equal props are equal and hash alike (merge relies on it).
-    ``device`` says where the op runs ("cpu" or "gpu"); placement reads this
-    attribute, never the class name.  ``view_map``/``destroy_map`` declare
+    ``device`` says where the op runs ("cpu" or "gpu"), and ``is_transfer``
+    whether it copies between host and device; placement reads these
+    attributes, never the class name.  ``view_map``/``destroy_map`` declare
     outputs that alias (view) or overwrite (destroy) inputs, so the compiler
     knows when it must copy.
     """
 
     __props__ = ()
     device = "cpu"
+    is_transfer = False
     view_map: dict = {}
     destroy_map: dict = {}
 
