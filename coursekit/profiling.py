@@ -102,6 +102,7 @@ class _FunctionRecord:
         # loop ops (those with a step_hook; a GPU twin's is on its cpu_op): node index -> the op to hook
         self.loops = {i: loop for i, loop in ((i, _loop_op(node.op)) for i, node in enumerate(self.nodes)) if loop}
         self.loop_records = {}  # (node index, id(inner function)) -> _LoopRecord
+        self.loop_bookkeeping = 0.0  # seconds the loop records spent on their own counting in this thunk
         self._watchers = {i: functools.partial(self._loop_record, i) for i in self.loops}
 
     @property
@@ -121,6 +122,7 @@ class _FunctionRecord:
     def thunk_started(self, index):
         if index in self.loops and self.calls:  # a loop in a timed call: watch its steps
             self.loops[index].step_hook = self._watchers[index]
+            self.loop_bookkeeping = 0.0
         self._thunk_start = _clock()
 
     def thunk_finished(self, index):
@@ -129,6 +131,8 @@ class _FunctionRecord:
         self.scratch[index] = _clock() - self._thunk_start
         if index in self.loops:
             self.loops[index].step_hook = None
+            self.scratch[index] -= self.loop_bookkeeping  # the profiler's counting per step is not loop time
+            self.loop_bookkeeping = 0.0
 
     def call_failed(self, index, exc):
         self.failed_calls += 1
@@ -199,12 +203,14 @@ class _LoopRecord(_FunctionRecord):
         return self.outer.nodes[self.index]
 
     def call_computed(self, outputs, update_values):
+        start = _clock()
         self.calls += 1
-        if self.input_info[0] is None:  # the shapes of the first step stand for all of them
+        if self.input_info and self.input_info[0] is None:  # the shapes of the first step stand for all of them
             for i, cells in enumerate(self.input_cells):
                 self.input_info[i] = [(getattr(c[0], "shape", None), str(getattr(c[0], "dtype", "?")))
                                       for c in cells]
         self._add_times()
+        self.outer.loop_bookkeeping += _clock() - start
 
 
 class ProfileStats:

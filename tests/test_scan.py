@@ -272,3 +272,15 @@ def test_a_profile_shows_the_ops_inside_a_loop_without_scan_profile(device_name)
     assert getattr(scan_op, "cpu_op", scan_op).step_hook is None
     np.testing.assert_allclose(plain(xv, hv), f(xv, hv), rtol=1e-6)
     assert f.profile.loop_rows()[0]["steps"] == 28
+
+
+def test_a_profiled_loop_whose_step_has_no_ops_runs():
+    """A step that returns its row unchanged compiles to no ops; profiling it used to raise IndexError."""
+    x = T.fmatrix("x")
+    rows, _ = theano.scan(lambda row: row, sequences=x)
+    f = theano.function([x], rows, profile=True)
+    value = np.arange(15, dtype="float32").reshape(5, 3)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(value), value)
+    (loop,) = f.profile.loop_rows()
+    assert loop["steps"] == 10 and loop["rows"] == [] and loop["step_time"] == 0.0
