@@ -5,8 +5,11 @@ process, after the notebook's setup cell and one answer: plausible wrong answers
 changes values, one that never fires, one that rewrites too much; a gradient with a sign error or
 without the chain rule, a value that overflows; a tiled kernel without the barrier, with an
 off-by-one at the edge, that drops the last partial tile, or without tiles at all) must fail, and
-correct answers written differently from the solution must pass.  (tests/test_course_notebooks.py
-proves that the cells pass on the solution and fail on the unsolved exercise; the solution's kernel is
+correct answers written differently from the solution must pass.  Each answer is judged twice, as
+in a grading run: by the cell itself (what the student sees in JupyterLab) and by the grader's judge
+(:func:`coursekit.course.judge.judge_cells`), which runs the cell's source again in a namespace that
+holds nothing of the notebook, on the observations the probe wrote to the run's report folder; the two
+must agree.  (tests/test_course_notebooks.py proves that the cells pass on the solution and fail on the unsolved exercise; the solution's kernel is
 not run again here, because every kernel source costs two compilations, one with AddressSanitizer.)
 
 Rules an answer registers are removed after each test, so nothing leaks into other tests.
@@ -18,13 +21,16 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.graded import graded_cells
+from coursekit.course.judge import judge_cells
 from coursekit.rewriting import RewriteError, registered, remove_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "09_inside_the_compiler_solutions.ipynb", as_version=4)
 SETUP = NOTEBOOK.cells[1].source
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
+NONCE = "lesson9-test-run"        # a grading run's nonce: the inputs come from it and the cell id
 
 
 def solution_cell(marker):
@@ -34,17 +40,43 @@ def solution_cell(marker):
     return source
 
 
+def grader_verdict(graded_id, report_dir):
+    """What the grader's judge makes of the report in ``report_dir``: the cell's source alone, run here."""
+    return judge_cells([(0, graded_id, GRADED[graded_id])], str(report_dir), NONCE)[0]
+
+
 @pytest.fixture
-def run(monkeypatch):
-    """``run(answer, graded_id)``: the setup cell, then ``answer``, then the graded cell, in one namespace."""
+def run(monkeypatch, tmp_path):
+    """``run(answer, graded_id)``: the setup cell, then ``answer``, then the graded cell, in one namespace,
+    as a grading run's kernel would; then the grader's judge on what the cell reported.
+
+    Raises what the cell raised in the kernel (AssertionError for a wrong answer). When the cell
+    passed there, the judge must pass too; when it failed, the judge must not give the points.
+    """
     monkeypatch.setenv("COURSEKIT_SIZE", "small")
+    monkeypatch.setenv(REPORT_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(NONCE_ENV, NONCE)
     before = {rw.name for rw in registered()}
 
     def run_cells(answer, graded_id):
         namespace = {"__name__": "exercise9"}
         exec(compile(SETUP, "setup cell", "exec"), namespace)
         exec(compile(answer, "answer cell", "exec"), namespace)
-        exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
+        try:
+            exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
+        except AssertionError as failed:           # the probe ran and reported; the judge must agree
+            verdict = grader_verdict(graded_id, tmp_path)
+            if verdict != ("failed", f"failed assertion: {' '.join(str(failed).split())}"):
+                pytest.fail(f"the kernel failed {graded_id} ({failed}), the grader's judge says {verdict}")
+            raise
+        except Exception:                          # the probe itself raised: nothing was reported
+            verdict = grader_verdict(graded_id, tmp_path)
+            if verdict[0] != "unreported":
+                pytest.fail(f"the probe of {graded_id} raised, yet the grader's judge says {verdict}")
+            raise
+        verdict = grader_verdict(graded_id, tmp_path)
+        if verdict != ("passed", "passed"):
+            pytest.fail(f"the kernel passed {graded_id}, the grader's judge says {verdict}")
 
     yield run_cells
     for rw in registered():
