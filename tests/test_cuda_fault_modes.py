@@ -165,7 +165,11 @@ def test_jupyters_interrupt_stops_an_endless_kernel_and_the_session_goes_on(jupy
     with capfd.disabled():
         print(f"\n[measured] Jupyter interrupt -> error, check={check}: {stopped:.2f} s")
     outputs = []
-    reply = client.execute_interactive(USABLE, timeout=60, output_hook=outputs.append)
+    for _ in range(20):      # ipykernel aborts requests that arrive just after an error (stop_on_error): ask again
+        reply = client.execute_interactive(USABLE, timeout=60, output_hook=outputs.append)
+        if reply["content"]["status"] != "aborted":
+            break
+        time.sleep(0.1)
     assert reply["content"]["status"] == "ok"
     assert any("SUM 100.0" in m["content"].get("text", "") for m in outputs)
 
