@@ -38,6 +38,9 @@ class NotebookRun:
         return self.cells.get(index, self.default)
 
 
+ASSERTION_LIMIT = 400   # a graded check's own message: longer than an error's, still one table cell
+
+
 def short(text: str, limit: int = 200) -> str:
     """One line, no terminal colours, at most ``limit`` characters: fit for a CSV cell."""
     text = " ".join(ANSI_RE.sub("", str(text)).split())
@@ -48,8 +51,8 @@ def describe_error(ename: str, evalue: str, cell_timeout: int) -> str:
     """The reason shown to a student for a cell that raised."""
     if ename == TIMEOUT_ENAME:
         return f"timeout after {cell_timeout}s"
-    if ename == "AssertionError":
-        return f"failed assertion: {short(evalue)}" if evalue.strip() else "failed assertion (no message)"
+    if ename == "AssertionError":   # a check's message says what, on which input and what to look at
+        return f"failed assertion: {short(evalue, ASSERTION_LIMIT)}" if evalue.strip() else "failed assertion (no message)"
     return short(f"error: {ename}: {evalue}") if evalue else f"error: {ename}"
 
 
@@ -78,7 +81,7 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
                 reason = describe_error(event.get("ename", "Error"), event.get("evalue", ""), cell_timeout)
                 run.cells[event["index"]] = CellOutcome(False, reason)
         elif kind == "verdict":
-            verdicts[event["index"]] = (event["status"], short(event["reason"]))
+            verdicts[event["index"]] = (event["status"], short(event["reason"], ASSERTION_LIMIT))
         elif kind == "crashed":
             crashed = True
             crashed_in = event.get("index")

@@ -1,0 +1,208 @@
+"""Wrong answers that must fail and valid alternatives that must pass (issue 13's misconception families).
+
+Each case substitutes answers into the solution notebook's solution regions (see ``answers.py``),
+grades it against the exercise notebook the way the grader does (restored graded cells, sandbox,
+judged outside the kernel) and checks the listed graded cells: a wrong answer loses that cell's
+points with a reason that says what was checked and what to look at; an alternative keeps them.
+Graded cells a case does not list are dropped from its notebook (they score "missing graded cell"),
+so a case runs only what it needs.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from answers import substitute
+from coursekit.course.grader import grade_notebook, load_reference
+
+ROOT = Path(__file__).resolve().parents[1]
+
+HOST_RUNNING_MEAN = '''
+total = theano.shared(np.float64(0.0), name="total")
+count = theano.shared(np.int64(0), name="count")
+
+def step(value):
+    total.set_value(total.get_value() + value)
+    count.set_value(count.get_value() + 1)
+    return total.get_value() / count.get_value()
+'''
+RUNNING_MEAN_AS_DICT = '''
+total = theano.shared(np.float64(0.0), name="total")
+count = theano.shared(np.int64(0), name="count")
+new_total, new_count = total + v, count + 1
+step = theano.function([v], new_total / new_count, updates={total: new_total, count: new_count})
+'''
+FLOAT64_TRAINER = '''
+x = theano.shared(np.asarray(X, dtype="float64"), name="x")
+y = theano.shared(np.asarray(Y, dtype="float64"), name="y")
+w = theano.shared(np.zeros(X.shape[1]), name="w")
+b = theano.shared(np.asarray(0.0), name="b")
+z = T.dot(x, w) + b
+cost = (y * T.softplus(-z) + (1 - y) * T.softplus(z)).mean()
+gw, gb = T.grad(cost, [w, b])
+train = theano.function([], cost, updates=[(w, w - learning_rate * gw), (b, b - learning_rate * gb)])
+return train, w, b
+'''
+SIGMOID_TRAINER = '''
+x = theano.shared(X.astype("float32"), name="x")
+y = theano.shared(Y.astype("float32"), name="y")
+w = theano.shared(np.zeros(X.shape[1], dtype="float32"), name="w")
+b = theano.shared(np.float32(0), name="b")
+p = T.nnet.sigmoid(T.dot(x, w) + b)
+cost = T.mean(-y * T.log(p) - (1 - y) * T.log(1 - p))
+train = theano.function([], cost, updates={w: w - learning_rate * T.grad(cost, w),
+                                           b: b - learning_rate * T.grad(cost, b)})
+return train, w, b
+'''
+PLACEMENT_BY_NAME = '''
+result = []
+for node in fn.toposort():
+    name = type(node.op).__name__
+    if name in ("GpuFromHost", "HostFromGpu"):
+        where = "transfer"
+    else:
+        where = "gpu" if name.startswith("Gpu") else "cpu"
+    result.append((name, where))
+return result
+'''
+PLACEMENT_BY_ATTRIBUTES = '''
+return [(type(node.op).__name__, "transfer" if node.op.is_transfer else ("gpu" if node.op.device == "gpu" else "cpu"))
+        for node in fn.toposort()]
+'''
+UNSTABLE_LOSS = '''
+p = T.nnet.sigmoid(z)
+return -y * T.log(p) - (1 - y) * T.log(1 - p)
+'''
+TENSORFLOW_LOSS = "return T.maximum(z, 0) - z * y + T.log(1 + T.exp(-abs(z)))"
+TIMEIT_BENCHMARK = '''
+import timeit
+times = {}
+for n in sizes:
+    fn = make_fn(n)
+    fn()
+    times[n] = min(timeit.repeat(fn, number=1, repeat=repeat))
+return times
+'''
+OWN_SYNCHRONISED_LOOP = '''
+import time
+from coursekit.devices import synchronize
+times = {}
+for n in sizes:
+    fn = make_fn(n)
+    fn()
+    synchronize()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        synchronize()
+        best = min(best, time.perf_counter() - start)
+    times[n] = best
+return times
+'''
+FLAT_KERNEL = '''
+MATRIX_SOURCE = r"""
+__global__ void multiply_matrix(float *dest, const float *a, const float *b, int rows, int cols)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < rows * cols) dest[i] = a[i] * b[i];
+}
+"""
+'''
+FLAT_LAUNCH = '''
+kernel(cuda.Out(dest), cuda.In(a), cuda.In(b), np.int32(rows), np.int32(cols), block=(256, 1, 1),
+       grid=((rows * cols + 255) // 256, 1))
+'''
+HOST_GPU_PERFORM = '''
+host = np.asarray(x.get()) * np.asarray(y.get())
+output_storage[0][0] = cuda.to_device(host)
+'''
+OFF_BY_ONE_ADD_SUB = '''
+ADD_SUB_SOURCE = r"""
+__global__ void add_sub(float *sum, float *diff, const float *x, const float *y, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) {
+        sum[i] = x[i] + y[i];
+        diff[i] = x[i] - y[i];
+    }
+}
+"""
+'''
+
+# case: (notebook prefix, [(anchor, answer)], {graded cell id: expected reason prefix})
+CASES = {
+    "01-running-mean-on-the-host": ("01", [("def make_running_mean(", HOST_RUNNING_MEAN)], {
+        "running-mean": "failed assertion: step is a function, not a compiled function"}),
+    "01-running-mean-with-a-dict": ("01", [("def make_running_mean(", RUNNING_MEAN_AS_DICT)], {
+        "running-mean": "passed"}),
+    "05-wrong": ("05", [("def make_trainer(", FLOAT64_TRAINER), ("def placement(", PLACEMENT_BY_NAME),
+                        ("def stable_xent(", UNSTABLE_LOSS)], {
+        "trainer": "failed assertion: these ops compute on the CPU although device='gpu'",
+        "placement": "failed assertion: on a graph whose class names mislead",
+        "stable-loss": "failed assertion: not finite at z = ",
+        "stable-grad": "failed assertion: the loss is not finite at z = "}),
+    "05-alternatives": ("05", [("def make_trainer(", SIGMOID_TRAINER), ("def placement(", PLACEMENT_BY_ATTRIBUTES),
+                               ("def stable_xent(", TENSORFLOW_LOSS)], {
+        "trainer": "passed", "placement": "passed", "stable-loss": "passed", "stable-grad": "passed"}),
+    "06-timeit-without-sync": ("06", [("def benchmark(", TIMEIT_BENCHMARK)], {
+        "benchmark": "failed assertion: n="}),
+    "06-own-synchronised-loop": ("06", [("def benchmark(", OWN_SYNCHRONISED_LOOP)], {"benchmark": "passed"}),
+    "07-wrong": ("07", [("MATRIX_SOURCE = r", FLAT_KERNEL), ("def multiply_matrix(", FLAT_LAUNCH),
+                        ("def gpu_perform(", HOST_GPU_PERFORM), ("ADD_SUB_SOURCE = r", OFF_BY_ONE_ADD_SUB)], {
+        "matrix-2d": "failed assertion: shape (20, 10): the kernel launched on a 2-D grid",
+        "op-multiply": "failed assertion: device=sim, shape (4, 5): gpu_perform launched no kernel",
+        "op-add-sub": "error: MemoryAccessError: kernel `add_sub`: out-of-bounds"}),
+}
+EXTRA_MESSAGE_WORDS = {   # what a reason must also say: where, and what to look at
+    "matrix-2d": "x indices", "stable-loss": "(y = 1)", "trainer": "float64 data stays on the host",
+    "benchmark": "synchronise", "op-add-sub": "argument `x`",
+}
+
+
+def notebook_for(prefix, answers, keep, tmp: Path) -> Path:
+    path = next((ROOT / "solutions").glob(f"{prefix}_*.ipynb"))
+    nb = nbformat.read(path, as_version=4)
+    for anchor, code in answers:
+        substitute(nb, anchor, code)
+    nb.cells = [c for c in nb.cells if c.metadata.get("coursekit", {}).get("id", next(iter(keep))) in keep]
+    target = tmp / path.name
+    nbformat.write(nb, target)
+    return target
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    root = tmp_path_factory.mktemp("answers")
+    jobs = {}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        for case, (prefix, answers, expected) in CASES.items():
+            folder = root / case
+            folder.mkdir()
+            submission = notebook_for(prefix, answers, set(expected), folder)
+            reference = load_reference(next((ROOT / "exercises").glob(f"{prefix}_*.ipynb")))
+            jobs[case] = pool.submit(grade_notebook, submission, reference, cell_timeout=120, notebook_timeout=300)
+        return {case: {s.cell_id: s for s in job.result()} for case, job in jobs.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", CASES)
+def test_wrong_answers_fail_and_alternatives_pass(graded, case):
+    for cell_id, reason in CASES[case][2].items():
+        score = graded[case][cell_id]
+        assert score.reason.startswith(reason), (case, cell_id, score.reason)
+        assert score.points == (score.max_points if reason == "passed" else 0), (case, cell_id, score)
+        if reason != "passed" and cell_id in EXTRA_MESSAGE_WORDS:
+            assert EXTRA_MESSAGE_WORDS[cell_id] in score.reason, (case, cell_id, score.reason)
+
+
+def test_the_answer_helper_replaces_only_the_region():
+    nb = nbformat.read(next((ROOT / "solutions").glob("05_*.ipynb")), as_version=4)
+    substitute(nb, "def stable_xent(", TENSORFLOW_LOSS)
+    cell = next(c for c in nb.cells if "def stable_xent(" in c.source)
+    assert TENSORFLOW_LOSS in cell.source and "BEGIN SOLUTION" not in cell.source
+    assert cell.source.startswith("def stable_xent(z, y):\n    return T.maximum")
