@@ -8,23 +8,38 @@ the op's inputs are the condition and the leaves the branches read, and at
 run time it evaluates the condition and runs one inner function.  A value
 both branches (or the rest of the graph) share is computed inside the branch
 that needs it.
+
+On a GPU device the op runs as ``GpuIfElse`` (its twin, made by
+:func:`~coursekit.devices.gpu_ops.gpu_twin`): the condition is read on the
+host, and each branch is compiled for the device, so the chosen branch's
+values stay in device memory.
 """
 from __future__ import annotations
 
 import itertools
 
-from .graph import Apply, Constant, Op, clone_replace, graph_inputs
+from .compile.function import function
+from .compile.io import Out
+from .config import config
+from .devices.transfer import gpu_from_host, host_from_gpu
+from .devices.types import GpuArrayType
+from .gradient import grad
+from .graph import Apply, Constant, clone_replace, graph_inputs
+from .tensor.math import zeros_like
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
+from .tensor.xpop import XpOp
 
 _IDS = itertools.count()
 
 
-class IfElse(Op):
+class IfElse(XpOp):
     """Evaluate the condition, then only the chosen branch's inner function."""
 
     __props__ = ("uid",)
     fold_constants = False
+    gpu_name = "GpuIfElse"
+    host_inputs = (0,)  # the condition: one scalar, read on the host to choose the branch
 
     def __init__(self, inner_inputs, then_outputs, else_outputs, name=None):
         self.inner_inputs = list(inner_inputs)
@@ -32,6 +47,7 @@ class IfElse(Op):
         self.name = name
         self.uid = next(_IDS)
         self.fns = None
+        self.device_fns = {}
 
     # each loop/branch is its own op (its inner graph is its identity), also after unpickling
     __eq__ = object.__eq__
@@ -40,8 +56,7 @@ class IfElse(Op):
     def __getstate__(self):
         """Pickled without the compiled inner function(s): they are compiled again on first use."""
         state = dict(self.__dict__)
-        for key in ("fns",):
-            state[key] = {} if key == "device_fns" else None
+        state["fns"], state["device_fns"] = None, {}
         return state
 
     def __str__(self):
@@ -54,27 +69,47 @@ class IfElse(Op):
 
     def _compile(self):
         if self.fns is None:
-            from .compile.function import function
-            from .compile.io import Out
-            from .config import config
-
             with config.change(device="cpu"):
                 self.fns = [function(self.inner_inputs, [Out(v, borrow=False) for v in outs],
                                      on_unused_input="ignore", trust_input=True, name=f"{self} ({which} branch)")
                             for which, outs in (("then", self.then_outputs), ("else", self.else_outputs))]
         return self.fns
 
-    def perform(self, node, inputs, output_storage):
+    def _compile_on(self, device):
+        """Both branches compiled for ``device``: device arrays in, device arrays out (placement lifts the
+        branches' ops and cuts the transfers at their borders, as for scan's step)."""
+        if device.name not in self.device_fns:
+            ins = [GpuArrayType(v.type.dtype, v.type.broadcastable, device).make_variable(v.name)
+                   for v in self.inner_inputs]
+            with config.change(device=device.name):
+                self.device_fns[device.name] = [
+                    function(ins, [Out(gpu_from_host(o), borrow=False) for o in
+                                   clone_replace(outs, dict(zip(self.inner_inputs, map(host_from_gpu, ins))))[0]],
+                             on_unused_input="ignore", trust_input=True, name=f"{self} ({which} branch, {device.name})")
+                    for which, outs in (("then", self.then_outputs), ("else", self.else_outputs))]
+        return self.device_fns[device.name]
+
+    def run(self, xp, inputs, output_storage):
         then_fn, else_fn = self._compile()
         cond, *leaves = inputs
         values = (then_fn if bool(cond) else else_fn)(*leaves)
         for cell, value in zip(output_storage, values):
             cell[0] = value
 
-    def L_op(self, inputs, outputs, output_grads):
-        from .gradient import grad
-        from .tensor.math import zeros_like
+    def device_kernel(self, device, node):
+        """The GPU twin's kernel: ``xp`` arrays in and out, the chosen branch run on ``device``."""
+        then_fn, else_fn = self._compile_on(device)
+        wrap, unwrap = device.wrap, device.unwrap
 
+        def run_branch(inputs, output_storage):
+            cond, *leaves = inputs
+            values = (then_fn if bool(cond) else else_fn)(*map(wrap, leaves))
+            for cell, value in zip(output_storage, values):
+                cell[0] = unwrap(value)
+
+        return run_branch
+
+    def L_op(self, inputs, outputs, output_grads):
         cond, *leaves = inputs
         replace = dict(zip(self.inner_inputs, leaves))
         float_leaves = [v for v in leaves if v.type.dtype[0] in "fc"]

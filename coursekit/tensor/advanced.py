@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op, Variable
+from ..graph import Apply, Variable
 from .elemwise import reduce_to_broadcast
 from .math import cast, zeros_like
 from .math import sum as tsum
 from .subtensor import AdvancedSubtensor1, IncSubtensor, Subtensor, _describe, _encode
 from .type import TensorType, host_like
 from .var import as_tensor_variable
+from .xpop import XpOp, add_at
 
 _ARRAY = "array"  # placeholder kind for a tensor index input
 
@@ -119,14 +120,30 @@ def _output_type(x, template, index_vars):
     return TensorType(x.type.dtype, tuple(s == 1 and not has_mask for s in shape))
 
 
-def _check_bounds(x, index, what):
-    """Raise an IndexError that says which index and which axis, instead of NumPy's terse one."""
+def _check_bounds(xp, x, index, what):
+    """``x[index]``, or an IndexError that says which index and which axis, instead of NumPy's terse one.
+
+    NumPy checks integer arrays itself; CuPy does not (an index past the end wraps around), so on a GPU
+    each integer array is checked against its axis first."""
+    if xp is not np:
+        axis = 0
+        for entry in index:
+            if getattr(entry, "ndim", 0) and entry.dtype != bool:
+                size = x.shape[axis]
+                if entry.size and (int(entry.max()) >= size or int(entry.min()) < -size):
+                    _bounds_error(x, index, what, f"index {int(entry.max())} or {int(entry.min())} is out of "
+                                                  f"bounds for axis {axis} with size {size}")
+            axis += 0 if entry is None else entry.ndim if getattr(entry, "dtype", None) == bool else 1
     try:
         return x[index]
     except IndexError as exc:
-        described = ", ".join(_describe_value(i) for i in index)
-        raise IndexError(f"{what}: the index [{described}] does not fit an array of shape {x.shape}: {exc}. "
-                         "Check the index values (and that they are computed for this array).") from None
+        _bounds_error(x, index, what, exc)
+
+
+def _bounds_error(x, index, what, reason):
+    described = ", ".join(_describe_value(i) for i in index)
+    raise IndexError(f"{what}: the index [{described}] does not fit an array of shape {x.shape}: {reason}. "
+                     "Check the index values (and that they are computed for this array).") from None
 
 
 def _describe_value(i):
@@ -134,16 +151,27 @@ def _describe_value(i):
         return ":".join("" if p is None else str(p) for p in (i.start, i.stop)) + (f":{i.step}" if i.step else "")
     if i is None:
         return "None"
-    if isinstance(i, np.ndarray):
-        return f"{i.dtype} array of shape {i.shape}" + (f" (values {i.min()}..{i.max()})"
+    if getattr(i, "ndim", 0):
+        return f"{i.dtype} array of shape {i.shape}" + (f" (values {int(i.min())}..{int(i.max())})"
                                                           if i.size and i.dtype != bool else "")
     return str(i)
 
 
-class AdvancedSubtensor(Op):
+class _AdvancedIndexOp(XpOp):
+    """What the advanced-indexing ops share: index arrays live with the data (on the GPU when it is there);
+    scalar slice bounds and ints stay on the host.  ``first_index``: the position of the first index input."""
+
+    first_index = 1
+
+    def host_input(self, position, var):
+        return position >= self.first_index and var.type.ndim == 0
+
+
+class AdvancedSubtensor(_AdvancedIndexOp):
     """``x[index]`` where the index holds integer or boolean arrays (a copy, as in NumPy)."""
 
     __props__ = ("template",)
+    gpu_name = "GpuAdvancedSubtensor"
 
     def __init__(self, template):
         self.template = tuple(template)
@@ -155,10 +183,10 @@ class AdvancedSubtensor(Op):
         x = as_tensor_variable(x)
         return Apply(self, [x, *index_vars], [_output_type(x, self.template, index_vars).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, *values = inputs
-        result = _check_bounds(x, decode_index(self.template, values), "advanced indexing")
-        output_storage[0][0] = np.asarray(result)
+        result = _check_bounds(xp, x, decode_index(self.template, values), "advanced indexing")
+        output_storage[0][0] = xp.asarray(result)
 
     def L_op(self, inputs, outputs, output_grads):
         x, *values = inputs
@@ -166,10 +194,12 @@ class AdvancedSubtensor(Op):
         return [gx] + [None] * len(values)
 
 
-class AdvancedIncSubtensor(Op):
+class AdvancedIncSubtensor(_AdvancedIndexOp):
     """``x`` with ``y`` added at (or, with ``set_instead_of_inc``, written to) ``x[index]``."""
 
     __props__ = ("template", "set_instead_of_inc")
+    gpu_name = "GpuAdvancedIncSubtensor"
+    first_index = 2
 
     def __init__(self, template, set_instead_of_inc=False):
         self.template, self.set_instead_of_inc = tuple(template), set_instead_of_inc
@@ -188,15 +218,15 @@ class AdvancedIncSubtensor(Op):
             y = cast(y, x.type.dtype)
         return Apply(self, [x, y, *index_vars], [host_like(x)])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, y, *values = inputs
         out = x.copy()
         index = decode_index(self.template, values)
-        _check_bounds(out, index, "set_subtensor" if self.set_instead_of_inc else "inc_subtensor")
+        _check_bounds(xp, out, index, "set_subtensor" if self.set_instead_of_inc else "inc_subtensor")
         if self.set_instead_of_inc:
             out[index] = y
         else:
-            np.add.at(out, _masks_to_ints(index), y)
+            add_at(xp, out, _masks_to_ints(index), y)
         output_storage[0][0] = out
 
     def L_op(self, inputs, outputs, output_grads):
@@ -210,10 +240,10 @@ class AdvancedIncSubtensor(Op):
 
 
 def _masks_to_ints(index):
-    """``numpy.add.at`` wants integer arrays: a boolean mask becomes its ``nonzero()`` arrays."""
+    """``add.at`` wants integer arrays: a boolean mask becomes its ``nonzero()`` arrays."""
     result = []
     for i in index:
-        if isinstance(i, np.ndarray) and i.dtype == bool:
+        if getattr(i, "ndim", 0) and i.dtype == bool:
             result.extend(i.nonzero())
         else:
             result.append(i)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op
+from ..graph import Apply
+from .math import max as tmax
+from .math import zeros_like
 from .type import TensorType, host_like
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -85,12 +87,10 @@ def argmin(x, axis=None, keepdims=False):
 
 def max_and_argmax(x, axis=None, keepdims=False):
     """``(max, argmax)`` along ``axis`` (Theano's ``T.max_and_argmax``)."""
-    from .math import max as tmax
-
     return tmax(x, axis=axis, keepdims=keepdims), argmax(x, axis=axis, keepdims=keepdims)
 
 
-class _AlongAxis(Op):
+class _AlongAxis(XpOp):
     """What Sort and ArgSort share: an axis (``None``: the flattened tensor), a kind, one output."""
 
     __props__ = ("axis", "kind")
@@ -106,15 +106,23 @@ class _AlongAxis(Op):
         bcast = (False,) if self.axis is None else x.type.broadcastable
         return Apply(self, [x], [TensorType(self.output_dtype(x), bcast).make_variable()])
 
+    def order(self, xp, x, kind=None):
+        """``argsort`` along the axis.  CuPy takes no ``kind`` (its sort is stable); NumPy gets the one asked for."""
+        kind = kind or self.kind
+        return np.argsort(x, axis=self.axis, kind=kind) if xp is np else xp.argsort(x, axis=self.axis)
+
 
 class Sort(_AlongAxis):
     """Sorted copy along ``axis`` (``None``: the flattened tensor)."""
 
+    gpu_name = "GpuSort"
+
     def output_dtype(self, x):
         return x.type.dtype
 
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.sort(inputs[0], axis=self.axis, kind=self.kind)
+    def run(self, xp, inputs, output_storage):
+        x = inputs[0]
+        output_storage[0][0] = np.sort(x, axis=self.axis, kind=self.kind) if xp is np else xp.sort(x, axis=self.axis)
 
     def L_op(self, inputs, outputs, output_grads):
         (x,), (gz,) = inputs, output_grads
@@ -124,36 +132,77 @@ class Sort(_AlongAxis):
 class ArgSort(_AlongAxis):
     """Indices that sort the tensor along ``axis`` (int64, no gradient)."""
 
+    gpu_name = "GpuArgSort"
+
     def output_dtype(self, x):
         return "int64"
 
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.argsort(inputs[0], axis=self.axis, kind=self.kind).astype("int64")
+    def run(self, xp, inputs, output_storage):
+        output_storage[0][0] = self.order(xp, inputs[0]).astype("int64")
 
     def L_op(self, inputs, outputs, output_grads):
         return [None]
 
 
-class UnsortGrad(Op):
-    """The gradient of ``sort``: ``gz`` scattered back to where each element came from."""
-
-    __props__ = ("axis",)
+class _Permutation(_AlongAxis):
+    """What the two linear maps of sort's gradient share: ``x`` fixes a permutation (its stable ``argsort``),
+    ``g`` is moved by it.  Each is the other's gradient with respect to ``g``, so ``sort`` has gradients of
+    every order; with respect to ``x`` they are zero (a small change of ``x`` does not change its order)."""
 
     def __init__(self, axis):
-        self.axis = axis
+        super().__init__(axis, "stable")
 
-    def make_node(self, x, gz):
-        return Apply(self, [x, gz], [host_like(x)])
+    def output_dtype(self, x):
+        return x.type.dtype
 
-    def perform(self, node, inputs, output_storage):
-        x, gz = inputs
-        order = np.argsort(x, axis=self.axis, kind="stable")
-        out = np.zeros(x.shape, dtype=x.dtype)
+    def make_node(self, x, g):
+        return Apply(self, [x, g], [host_like(x)])
+
+    def moved(self, xp, x, g, order):
+        raise NotImplementedError
+
+    def run(self, xp, inputs, output_storage):
+        x, g = inputs
+        order = self.order(xp, x, "stable")
         if self.axis is None:
-            out.reshape(-1)[order] = gz
+            output_storage[0][0] = self.moved(xp, x.reshape(-1), g.reshape(-1), order).reshape(x.shape)
         else:
-            np.put_along_axis(out, order, gz, axis=self.axis)
-        output_storage[0][0] = out
+            output_storage[0][0] = self.moved(xp, x, g, order)
+
+
+class UnsortGrad(_Permutation):
+    """The gradient of ``sort``: ``gz`` scattered back to where each element came from."""
+
+    gpu_name = "GpuUnsortGrad"
+
+    def moved(self, xp, x, g, order):
+        inverse = self.order(xp, order, "stable")  # where each element went
+        return xp.take_along_axis(g, inverse, axis=-1 if self.axis is None else self.axis)
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, _ = inputs
+        return [zeros_like(x), SortLike(self.axis)(x, output_grads[0])]
+
+
+class SortLike(_Permutation):
+    """``g`` gathered in the order that sorts ``x``: the gradient of :class:`UnsortGrad` (a gather of a scatter)."""
+
+    gpu_name = "GpuSortLike"
+
+    def make_node(self, x, g):
+        bcast = (False,) if self.axis is None else x.type.broadcastable
+        return Apply(self, [x, g], [TensorType(g.type.dtype, bcast).make_variable()])
+
+    def run(self, xp, inputs, output_storage):
+        x, g = inputs
+        if self.axis is None:
+            output_storage[0][0] = g.reshape(-1)[self.order(xp, x.reshape(-1), "stable")]
+        else:
+            output_storage[0][0] = xp.take_along_axis(g, self.order(xp, x, "stable"), axis=self.axis)
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, _ = inputs
+        return [zeros_like(x), UnsortGrad(self.axis)(x, output_grads[0])]
 
 
 def sort(a, axis=-1, kind="quicksort", order=None):

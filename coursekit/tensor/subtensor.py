@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op, Variable
-from .type import TensorType
-from .xpop import XpOp
+from .type import TensorType, host_like
+from .xpop import XpOp, add_at, check_rows
 
 _SYM = "?"  # placeholder for a symbolic integer in idx_list
 
@@ -141,8 +141,10 @@ class IncSubtensor(Op):
         return [gx, reduce_to_broadcast(gy, y) if gy.type.ndim == y.type.ndim else gy] + [None] * len(values)
 
 
-class AdvancedSubtensor1(Op):
+class AdvancedSubtensor1(XpOp):
     """``x[int_vector]``: gather rows (a copy)."""
+
+    gpu_name = "GpuAdvancedSubtensor1"
 
     def make_node(self, x, idx):
         if idx.type.ndim != 1 or idx.type.dtype[0] not in "iu":
@@ -150,8 +152,9 @@ class AdvancedSubtensor1(Op):
         bcast = (False,) + x.type.broadcastable[1:]
         return Apply(self, [x, idx], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, idx = inputs
+        check_rows(x, idx, "x[idx]")
         output_storage[0][0] = x[idx]
 
     def grad(self, inputs, output_grads):
@@ -164,16 +167,19 @@ def _adv_inc(inputs, output_grads):
     return AdvancedIncSubtensor1()(M.zeros_like(inputs[0]), output_grads[0], inputs[1])
 
 
-class AdvancedIncSubtensor1(Op):
+class AdvancedIncSubtensor1(XpOp):
     """``x`` with ``y`` added at rows ``idx`` (repeated rows accumulate)."""
 
-    def make_node(self, x, y, idx):
-        return Apply(self, [x, y, idx], [x.type.make_variable()])
+    gpu_name = "GpuAdvancedIncSubtensor1"
 
-    def perform(self, node, inputs, output_storage):
+    def make_node(self, x, y, idx):
+        return Apply(self, [x, y, idx], [host_like(x)])
+
+    def run(self, xp, inputs, output_storage):
         x, y, idx = inputs
         out = x.copy()
-        np.add.at(out, idx, y)
+        check_rows(out, idx, "inc_subtensor(x[idx], y)")
+        add_at(xp, out, idx, y)
         output_storage[0][0] = out
 
     def grad(self, inputs, output_grads):

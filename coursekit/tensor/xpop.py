@@ -51,3 +51,22 @@ class XpOp(Op):
     def device_kernel(self, device, node):
         """``f(inputs, output_storage)`` on ``device``'s arrays: ``run`` with the device's array module."""
         return functools.partial(self.run, device.xp)
+
+
+def add_at(xp, out, index, y):
+    """``out[index] += y`` with repeated indices accumulating: ``numpy.add.at``, ``cupyx.scatter_add`` on CuPy."""
+    if xp is np:
+        np.add.at(out, index, y)
+    else:
+        import cupyx  # reached only with CuPy arrays, so CuPy is installed
+
+        cupyx.scatter_add(out, index, y)
+
+
+def check_rows(x, idx, what):
+    """NumPy's bounds check of ``x[idx]`` for an integer vector ``idx``, made explicit: CuPy wraps around instead."""
+    n = x.shape[0]
+    if idx.size and (int(idx.max()) >= n or int(idx.min()) < -n):
+        raise IndexError(f"{what}: index {int(idx.max())} or {int(idx.min())} is out of bounds for axis 0 with "
+                         f"size {n} (an array of shape {x.shape}). Check the index values (and that they are "
+                         "computed for this array).")
