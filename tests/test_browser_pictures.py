@@ -10,15 +10,20 @@ A control notebook proves the check can fail: a picture stored as SVG only (the 
 no such pixels, next to the same kind of picture with its PNG, which does.
 
 Runs where Chromium is installed (``apt-get install chromium``), skipped elsewhere (CI has none).
-Each lesson costs one Chromium run (10-20 s), so only the lessons with graph pictures near the top
-run by default; ``COURSEKIT_SCREENSHOTS=DIR`` runs every lesson and keeps the screenshots in DIR
-(that is how ``docs/screenshots/`` was made).
+Each lesson costs one Chromium run (10-20 s), so only lesson 2 runs by default;
+``COURSEKIT_SCREENSHOTS=DIR`` runs every lesson in ``notebooks/`` (a new lesson is picked up by its
+file alone) and keeps the screenshots in DIR (that is how ``docs/screenshots/`` was made). Which
+lessons have graph pictures, and how tall the browser window must be to reach the first one, are read
+from the lesson's stored outputs (JupyterLab draws only what is in the window).
 """
 from __future__ import annotations
 
 import base64
+import io
 import json
+import math
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -29,18 +34,15 @@ import urllib.request
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(name)), None)
 SAVE_DIR = os.environ.get("COURSEKIT_SCREENSHOTS")
-# lesson -> browser window height that reaches its first graph picture (None: no graph picture)
-LESSONS = {
-    "01_tour": 16000, "02_exp_benchmark": 4200, "03_handles_and_borrow": None,
-    "04_curse_of_gpufromhost": 6000, "05_logistic_regression": 6500,
-    "06_what_a_gpu_accelerates": None, "07_cuda_kernels": None,
-}
+LESSONS = sorted(path.stem for path in (ROOT / "notebooks").glob("*.ipynb"))
 DEFAULT_LESSONS = ["02_exp_benchmark"]
 # fills of the picture's boxes (coursekit/printing/style.py): they appear only if a picture is drawn
 INPUT_FILL, CPU_FILL, GPU_FILL = (0xC8, 0xE6, 0xC9), (0xFF, 0xE0, 0xB2), (0xD1, 0xC4, 0xE9)
@@ -90,6 +92,48 @@ def lab(tmp_path_factory):
             server.kill()
 
 
+# JupyterLab's default theme, 1280-pixel window with the file browser open (measured on the screenshots)
+CODE_LINE, MARKDOWN_LINE, MARKDOWN_CHARS, TABLE_ROW, PICTURE_WIDTH = 17, 22, 100, 30, 1000
+
+
+def _png_height(encoded):
+    """Height a stored PNG takes in the notebook (JupyterLab shrinks wide images to the cell's width)."""
+    with Image.open(io.BytesIO(base64.b64decode(encoded))) as image:
+        width, height = image.size
+    return height * min(1.0, PICTURE_WIDTH / width)
+
+
+def first_picture_depth(nb):
+    """Pixels from the top of the page to the bottom of the lesson's first graph picture (None if it
+    has none), estimated from the stored sources and outputs, an overestimate rather than an under."""
+    y = 120
+    for cell in nb.cells:
+        lines = cell.source.splitlines() or [""]
+        if cell.cell_type != "code":
+            y += 24 + MARKDOWN_LINE * sum(max(1, math.ceil(len(line) / MARKDOWN_CHARS)) for line in lines)
+            continue
+        y += 40 + CODE_LINE * len(lines)
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data:
+                y += _png_height(data["image/png"]) + 10
+            elif "text/html" in data:
+                page = data["text/html"]
+                y += TABLE_ROW * page.count("<tr") + CODE_LINE * page.count("<br")
+                y += sum(_png_height(png) for png in re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page))
+            else:
+                y += CODE_LINE * len((output.get("text") or data.get("text/plain", "")).splitlines())
+            if data.get("text/plain", "").startswith("<GraphPicture"):
+                return int(y)
+    return None
+
+
+def window_height(lesson):
+    """A window tall enough to hold the lesson's first graph picture (with a margin for the estimate)."""
+    depth = first_picture_depth(nbformat.read(ROOT / "notebooks" / f"{lesson}.ipynb", as_version=4))
+    return None if depth is None else min(16000, int(depth * 1.25) + 800)
+
+
 def screenshot(lab, path_in_server, height, out):
     profile = lab["home"] / f"chrome-{out.stem}"
     url = f"{lab['base']}/lab/tree/{path_in_server}?token={lab['token']}"
@@ -99,16 +143,12 @@ def screenshot(lab, path_in_server, height, out):
          "--virtual-time-budget=30000", f"--screenshot={out}", url],
         check=True, timeout=180, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     shutil.rmtree(profile, ignore_errors=True)
-    from PIL import Image
-
     with Image.open(out) as image:
         return image.convert("RGB")
 
 
 def count_colour(image, colour, tolerance=6):
     """Pixels within ``tolerance`` of ``colour`` in each channel."""
-    import numpy as np
-
     pixels = np.asarray(image, dtype=np.int16)
     return int(np.all(np.abs(pixels - np.array(colour)) <= tolerance, axis=-1).sum())
 
@@ -142,20 +182,20 @@ def test_untrusted_lab_refuses_svg_only_pictures_and_shows_the_png(lab, tmp_path
 
 @pytest.mark.parametrize("lesson", sorted(LESSONS) if SAVE_DIR else DEFAULT_LESSONS)
 def test_lesson_pictures_show_on_first_open(lab, tmp_path, lesson):
-    height = LESSONS[lesson] or 2400
+    height = window_height(lesson)
     out = Path(SAVE_DIR or tmp_path) / f"{lesson}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    image = screenshot(lab, f"course/notebooks/{lesson}.ipynb", height, out)
-    if LESSONS[lesson]:
+    image = screenshot(lab, f"course/notebooks/{lesson}.ipynb", height or 2400, out)
+    if height:
         drawn = count_colour(image, INPUT_FILL) + count_colour(image, CPU_FILL) + count_colour(image, GPU_FILL)
         assert drawn > 3000, f"{lesson}: no graph picture visible on first open (see {out})"
-    if SAVE_DIR:   # keep the committed screenshots small: 64 colours, top of the page at most 6000 px
-        image.crop((0, 0, 1280, min(image.height, 6000))).quantize(colors=64).save(out, optimize=True)
+    if SAVE_DIR:   # keep the committed screenshots small: 64 colours, the top 6000 px or down to the picture
+        keep = max(6000, height or 0)
+        image.crop((0, 0, 1280, min(image.height, keep))).quantize(colors=64).save(out, optimize=True)
 
 
 def test_readme_start_command_serves_the_whole_course_and_opens_lesson_1(tmp_path):
     """The README's `jupyter lab ...` arguments, run from the root: exercises/ reachable, lesson 1 opened."""
-    import re
     import shlex
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
