@@ -7,6 +7,7 @@ The repository's own solutions/ and exercises/ are checked too, whenever they ho
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 from pathlib import Path
 
@@ -236,3 +237,30 @@ def test_exercises_are_up_to_date_with_solutions(which, tmp_path):
     for path in sorted(solutions.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         assert validate_notebook(nb, str(path), require_graded=True) == []
+
+
+# --- the instructors' table in docs/teaching.md -------------------------------------------------
+
+
+def teaching_table_rows():
+    """``{NN_name: (number, [(cell id, points)], total)}`` from docs/teaching.md's exercise table."""
+    text = (ROOT / "docs" / "teaching.md").read_text(encoding="utf-8")
+    rows = {}
+    for number, stem, cells, total in re.findall(r"^\| (\d+) \| `(\w+)` \| (.*) \| (\d+) \|$", text, re.MULTILINE):
+        listed = [(cell_id, int(points)) for cell_id, points in re.findall(r"`([\w-]+)`: (\d+)", cells)]
+        rows[stem] = (int(number), listed, int(total))
+    return rows
+
+
+def test_docs_teaching_lists_every_exercise_with_its_graded_cells_and_points():
+    rows = teaching_table_rows()
+    stems = sorted(path.name[: -len("_solutions.ipynb")] for path in (ROOT / "solutions").glob("*_solutions.ipynb"))
+    for stem in stems:
+        cells = [(cell.id, cell.points) for cell in graded_cells(nbformat.read(
+            ROOT / "solutions" / f"{stem}_solutions.ipynb", as_version=4))]
+        row = f"| {int(stem[:2])} | `{stem}` | " + ", ".join(f"`{i}`: {p}" for i, p in cells) + \
+            f" | {sum(p for _, p in cells)} |"
+        assert stem in rows, f"docs/teaching.md's table of exercises has no row for {stem}; add:\n{row}"
+        assert rows[stem] == (int(stem[:2]), cells, sum(p for _, p in cells)), \
+            f"docs/teaching.md's row for {stem} disagrees with its graded cells; it should read:\n{row}"
+    assert sorted(rows) == stems, f"docs/teaching.md lists exercises that do not exist: {sorted(set(rows) - set(stems))}"
