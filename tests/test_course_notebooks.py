@@ -10,6 +10,7 @@ fixture notebook, so the test means something even before the course has noteboo
 
 from __future__ import annotations
 
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -72,3 +73,22 @@ def test_every_graded_cell_fails_on_the_exercise(runs, case):
     assert not passing, (
         f"graded cells of {path} pass on the unsolved exercise, so they give points for nothing: {passing}"
     )
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_an_unsolved_exercise_fails_with_its_hints_not_name_errors(runs, case):
+    """A student who has not done a task sees that task's hint, in its own cells and in the later
+    cells that use it (exercise 7 gave ``NameError: name 'MATRIX_SOURCE' is not defined``, and an
+    undone task 1 of exercise 5 broke task 2's demo with a NameError)."""
+    if (case, "exercises") not in runs:
+        pytest.fail(f"the exercises notebook of {case} is missing; run `python -m coursekit exercises`.")
+    path, run = runs[case, "exercises"]
+    nb = nbformat.read(path, as_version=4)
+    confusing = [f"cell {index} ({nb.cells[index].source.splitlines()[0][:60]!r}): {run.outcome(index).reason}"
+                 for index, cell in enumerate(nb.cells)
+                 if cell.cell_type == "code" and cell.source.strip()
+                 and re.match(r"error: (NameError|UnboundLocalError)\b", run.outcome(index).reason)]
+    assert not confusing, f"{path.name}: cells fail with a NameError instead of the task's hint:\n" + "\n".join(confusing)
+    for cell, outcome in outcomes(runs, case, "exercises")[1]:
+        assert "Exercise" in outcome.reason or outcome.reason.startswith(("failed assertion", "not judged")), (
+            f"{path.name}: graded cell {cell.id} fails without the task's hint or an assertion: {outcome.reason}")
