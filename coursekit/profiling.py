@@ -42,6 +42,7 @@ import weakref
 
 from . import devices
 from .config import config
+from .devices.costmodel import model_for
 
 KINDS = ("cpu", "gpu", "transfer")
 KIND_NAMES = {"cpu": "CPU", "gpu": "GPU", "transfer": "transfer"}
@@ -366,8 +367,6 @@ class ProfileStats:
             lines.append("SIMULATED GPU: these are CPU times of a simulation (NumPy on the CPU), "
                          "not GPU timings.")
         if self.has_device_ops:
-            from .devices.costmodel import model_for
-
             model = model_for()
             lines.append(f"'{model.label}' figures are predictions of a cost model for {model.spec.name} "
                          "from each op's bytes, FLOPs and launches (shapes of the last call), not measurements.")

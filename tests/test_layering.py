@@ -28,8 +28,6 @@ ALIAS_MODULES = {"tensor.shared_randomstreams"}
 # (importing module, imported package): why the import is inside a function
 LAZY = "optional or heavy dependency, loaded on first use"
 UPWARD = "a convenience that calls a higher layer (remaining layering debt)"
-DOWNWARD = ("points down the layers, so it can move to the top of its module: left for the file's owner "
-            "(remaining debt)")
 LOCAL_IMPORTS = {
     ("graph", "compile"): "Variable.eval() compiles a function: " + UPWARD,
     ("graph", "test_value"): "Theano's compute_test_value hook in Op.__call__: " + UPWARD,
@@ -37,7 +35,6 @@ LOCAL_IMPORTS = {
     ("tensor", "gradient"): "T.grad re-exports gradient.grad, which sits above tensor: " + UPWARD,
     ("tensor.type", "devices"): "is_device_array for a clear error on device values: " + UPWARD,
     ("config", "rewriting"): "cpu_kernels='numba' checks that numba is there: " + UPWARD,
-    ("rewriting.fusion", "config"): DOWNWARD,
     ("tensor.xp_run", "devices"): "an op's xp code run on the current device (devices sit above tensor): " + UPWARD,
     ("compile.linker", "printing"): "Jupyter display and exception_verbosity='high' only: " + LAZY,
     ("gradient", "rop"): "Rop/Lop re-exported at Theano's path: " + UPWARD,
@@ -47,25 +44,9 @@ LOCAL_IMPORTS = {
     ("profiling", "modelled"): "a profile's modelled column: modelled builds on profiling: " + UPWARD,
     ("__main__", "devices"): "each command-line subcommand loads only what it runs: " + LAZY,
     ("__main__", "config"): "each command-line subcommand loads only what it runs: " + LAZY,
-    ("course.lesson", "modelled"): DOWNWARD,
-    ("course.lesson", "profiling"): DOWNWARD,
-    ("printing.html", "modelled"): DOWNWARD,
-    ("printing.profile_view", "devices"): DOWNWARD,
-    ("profiling", "devices"): DOWNWARD,
     ("profiling", "printing"): "ProfileStats.summary/_repr_html_/plot render through printing, which sits above: "
                                + UPWARD,
     ("__main__", "course"): "each command-line subcommand loads only what it runs: " + LAZY,
-    ("course.lesson", "config"): DOWNWARD,
-    ("course.lesson", "devices"): DOWNWARD,
-    ("printing.html", "profiling"): DOWNWARD,
-    ("printing.layout", "compile"): DOWNWARD,
-    ("printing.layout", "profiling"): DOWNWARD,
-    ("printing.print_op", "tensor"): DOWNWARD,
-    ("scan_module.op", "compile"): DOWNWARD,
-    ("scan_module.op", "config"): DOWNWARD,
-    ("scan_module.op", "devices"): DOWNWARD,
-    ("scan_module.op", "graph"): DOWNWARD,
-    ("tensor.var", "config"): DOWNWARD,
 }
 
 

@@ -22,6 +22,11 @@ import statistics
 import time
 from dataclasses import dataclass
 
+from ..config import config
+from ..devices import Device, costmodel, current, get, synchronize
+from ..modelled import is_modelled, predict_call
+from ..profiling import op_kind
+
 
 def is_full_size():
     return os.environ.get("COURSEKIT_SIZE", "small").strip().lower() == "full"
@@ -34,9 +39,6 @@ def size(small, full):
 
 def device_label():
     """Where graphs compiled now will run, in words (says 'simulated' when it is)."""
-    from ..config import config
-    from ..devices import current
-
     device = current()
     label = device.label
     if getattr(device, "simulated", False):
@@ -135,24 +137,17 @@ def time_call(fn, *args, number=None, repeat=5, warmup=1, device=None, sync=True
         timing = _time(fn, args, number, repeat, warmup, device, sync)
         timing.blas_threads = blas_threads
         if model and _has_gpu_ops(fn):
-            from ..devices import costmodel
-            from ..modelled import predict_call
-
             preset = costmodel.model(model) if isinstance(model, str) else costmodel.model_for()
             timing.modelled = predict_call(fn, *args, model=preset)
     return timing
 
 
 def _has_gpu_ops(fn):
-    from ..modelled import is_modelled
-
     nodes = getattr(fn, "nodes", None)
     return bool(nodes) and hasattr(fn, "storage_map") and any(is_modelled(node) for node in nodes)
 
 
 def _time(fn, args, number, repeat, warmup, device, sync):
-    from ..devices import synchronize
-
     for _ in range(warmup):
         fn(*args)
     if sync:
@@ -187,9 +182,6 @@ def _where_it_ran(fn, device=None):
     a label passed from ``device_label()`` under COURSEKIT_FLAGS=device=gpu would call a CPU
     function's row a GPU row.
     """
-    from ..devices import Device, current, get
-    from ..profiling import op_kind
-
     nodes = getattr(fn, "nodes", None)
     own = getattr(fn, "device", None)
     if isinstance(own, Device) and nodes is not None and hasattr(fn, "storage_map"):

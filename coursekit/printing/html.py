@@ -16,6 +16,8 @@ from __future__ import annotations
 import base64
 from html import escape
 
+from ..modelled import price_nodes
+from ..profiling import format_time, op_kind
 from .layout import short_type
 
 MAX_PICTURE_NODES = 60
@@ -24,7 +26,6 @@ _KIND_COLOURS = {"cpu": "#e65100", "gpu": "#4527a0", "transfer": "#c62828"}
 
 def function_html(f):
     """HTML for ``Function._repr_html_``: header, toposort table, picture, generated source."""
-    from ..profiling import op_kind
     from .picture import pydotprint
 
     nodes = list(getattr(f, "nodes", None) or f.maker.fgraph.toposort())
@@ -62,8 +63,6 @@ def _modelled_per_node(f, nodes, kinds):
     records = [r for r in getattr(profile, "records", []) if r.fn_ref() is f and r.timed_calls]
     if not records:
         return {}, None
-    from ..modelled import price_nodes
-
     call = price_nodes(records[0].nodes, records[0].input_info, f)
     index = {id(node): i for i, node in enumerate(nodes)}
     return {index[id(node)]: cost.total for node, cost in call.rows if id(node) in index}, call.label
@@ -93,6 +92,4 @@ def _toposort_table(nodes, kinds, modelled=None, model_label=None):
 def _seconds(value):
     if value is None:
         return "—"
-    from ..profiling import format_time
-
     return format_time(value)

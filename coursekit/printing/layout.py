@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..compile.sharedvalue import SharedVariable
 from ..graph import Constant, apply_nodes_between
+from ..profiling import op_kind
 from .text import graph_parts, leaf_text
 
 ROW_HEIGHT = 78
@@ -88,8 +90,6 @@ def _clip(text):
 
 
 def _leaf_kind(var):
-    from ..compile.sharedvalue import SharedVariable
-
     if isinstance(var, SharedVariable):
         return "shared"
     return "constant" if isinstance(var, Constant) else "input"
@@ -97,8 +97,6 @@ def _leaf_kind(var):
 
 def build_layout(obj):
     """Lay out the graph of a function, an Apply, a variable or a list of them."""
-    from ..profiling import op_kind
-
     outputs, nodes, labels = graph_parts(obj)
     if nodes is None:
         nodes = apply_nodes_between([], outputs)

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..graph import Apply, Op
 from ..tensor.type import host_like
+from ..tensor.var import as_tensor_variable
 
 
 class Print(Op):
@@ -27,8 +28,6 @@ class Print(Op):
         self.global_fn = global_fn or _default_print
 
     def make_node(self, x):
-        from ..tensor.var import as_tensor_variable
-
         x = as_tensor_variable(x)
         return Apply(self, [x], [host_like(x)])
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
+from ..devices.costmodel import model_for
 from ..profiling import KIND_NAMES, KINDS, format_time
 from .style import STYLES
 
@@ -66,8 +67,6 @@ def _common(row, modelled=False):
 def _modelled_header(profile):
     if not profile.has_device_ops:
         return ""
-    from ..devices.costmodel import model_for
-
     return f" <{model_for().label} per call>"
 
 

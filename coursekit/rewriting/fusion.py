@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..config import config
 from ..graph import Constant
 from ..tensor.elemwise import SCALAR_OPERATORS, Elemwise
 from ..tensor.math import cast
@@ -25,8 +26,6 @@ from . import global_rewrite, numba_kernels
 
 
 def _numba_wanted():
-    from ..config import config
-
     return config.cpu_kernels == "numba"
 
 

@@ -24,7 +24,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph import Apply, Op, format_trace
+from ..compile.function import function
+from ..compile.io import Out
+from ..config import config
+from ..devices import current, device_variable
+from ..devices.transfer import gpu_from_host, host_from_gpu
+from ..graph import Apply, Op, clone_replace, format_trace
 from ..tensor.type import TensorType
 from ..work import NO_WORK, Work, work_of
 from .steps import ShapeRecorder, direct_caller, hooked_caller
@@ -141,10 +146,6 @@ class Scan(Op):
     def compile_inner(self):
         """The inner graph as a compiled function (once per op)."""
         if self.fn is None:
-            from ..compile.function import function
-            from ..compile.io import Out
-            from ..config import config
-
             outs = [Out(v, borrow=True) for v in self.inner_outputs]
             # the loop runs where its values live: here on the host (state stays in host memory, no per-step
             # transfer); the inner graph is never placed on a device on its own
@@ -162,12 +163,6 @@ class Scan(Op):
         ops to the device and cuts every transfer pair, so a step moves no data
         between host and device (see ``op.device_fns[name].toposort()``).
         """
-        from ..compile.function import function
-        from ..compile.io import Out
-        from ..devices import current, device_variable
-        from ..devices.transfer import gpu_from_host, host_from_gpu
-        from ..graph import clone_replace
-
         name = current().name
         if name not in self.device_fns:
             dev_inputs = [device_variable(v.type.dtype, v.type.broadcastable, v.name) for v in self.inner_inputs]
@@ -184,8 +179,6 @@ class Scan(Op):
     def gpu_perform(self, node, inputs, output_storage):
         """The loop on a GPU device (placement wraps the op when its data fits the device): buffers,
         state and every step stay in device memory; only n_steps and the stop condition are read back."""
-        from ..devices import current
-
         device = current()
         backend = getattr(device, "backend", None) or device
         fn = self.compile_inner_on_device()

@@ -203,8 +203,6 @@ def _is_python_number(value):
 
 def constant(value, name=None, dtype=None):
     """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64."""
-    from ..config import config
-
     if dtype is None and _is_python_number(value):
         if isinstance(value, bool):
             dtype = "bool"
