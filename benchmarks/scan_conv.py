@@ -25,6 +25,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 def paired(fn_a, fn_b, calls, repeats):
@@ -70,6 +71,9 @@ def rnn_workload(theano, T, hidden=64, steps=100, repeats=7):
     except Exception as exc:  # not installed: say so
         rows.append((f"S1 vs PyTensor scan: not available ({type(exc).__name__})", None, None, None, None))
     else:
+        from pytensor.compile.mode import get_default_mode
+
+        linker = type(get_default_mode().linker).__name__  # PyTensor 3 compiles its loops with numba by default
         Wp, Up, bp = pytensor.shared(Wv), pytensor.shared(Uv), pytensor.shared(bv)
         xp, h0p = pt.fmatrix(), pt.fvector()
         hp, _ = pytensor.scan(lambda x_t, prev: pt.tanh(pt.dot(x_t, Wp) + pt.dot(prev, Up) + bp), sequences=xp,
@@ -77,8 +81,8 @@ def rnn_workload(theano, T, hidden=64, steps=100, repeats=7):
         g = pytensor.function([xp, h0p], hp[-1])
         g(xv, hv)
         ours2, peer = paired(lambda: f(xv, hv), lambda: g(xv, hv), 10, repeats)
-        rows.append(("S1 scan RNN step vs PyTensor", ours2 / steps, peer / steps, f"PyTensor {pytensor.__version__}",
-                     1.0))
+        rows.append(("S1 scan RNN step vs PyTensor", ours2 / steps, peer / steps,
+                     f"PyTensor {pytensor.__version__} ({linker})", 1.0))
     return rows
 
 
@@ -147,10 +151,35 @@ def main():
                         "baseline_s": float(ref.min()), "ratio": float(best), "median_ratio": float(median),
                         "target": target, "verdict": verdict})
     if args.save:
-        out = ROOT / "benchmarks" / "results" / f"{time.strftime('%Y-%m-%d')}-scan_conv-{args.device}.json"
-        out.write_text(json.dumps({"device": label, "load": [load_start, load_end], "machine": platform.platform(),
-                                   "cores": os.cpu_count(), "numpy": np.__version__, "rows": results}, indent=1))
-        print("wrote", out.relative_to(ROOT))
+        save(args.device, label, load_start, load_end, results)
+
+
+def save(device, label, load_start, load_end, results):
+    """results/<date>-<machine>-scan_conv-<device>.json and .md, with the machine and every version."""
+    from _common import git_revision, machine_info, machine_slug, version_of
+
+    machine = machine_info()
+    versions = {name: version_of(name) for name in ("numpy", "scipy", "pytensor", "numba")}
+    stem = f"{time.strftime('%Y-%m-%d')}-{machine_slug(machine)}-scan_conv-{device}"
+    out = ROOT / "benchmarks" / "results" / stem
+    out.with_suffix(".json").write_text(json.dumps(
+        {"device": label, "load": [load_start, load_end], "machine": machine, "versions": versions,
+         "git": git_revision(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "rows": results}, indent=1) + "\n")
+    lines = [f"# scan_conv on {label}", "",
+             f"{machine['cpu_model']}, {machine['cores_usable']} cores, {machine['os']}; Python {machine['python']}; "
+             + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + f"; coursekit {git_revision()}; "
+             f"load {load_start[0]:.1f} -> {load_end[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
+             "| row | coursekit | baseline | ratio (best, median) | target | verdict |", "|---|---|---|---|---|---|"]
+    for r in results:
+        if "ratio" in r:
+            lines.append(f"| {r['row']} | {r['coursekit_s'] * 1e6:.1f} us | {r['baseline']} {r['baseline_s'] * 1e6:.1f} us "
+                         f"| {r['ratio']:.2f}, {r['median_ratio']:.2f} | <= {r['target']} | {r['verdict']} |")
+        elif "seconds" in r:
+            lines.append(f"| {r['row']} | {r['seconds'] * 1e3:.1f} ms | | | <= 200 ms | {r['verdict']} |")
+        else:
+            lines.append(f"| {r['row']} | | | | | |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("wrote", out.relative_to(ROOT).with_suffix(".json"), "and .md")
 
 
 if __name__ == "__main__":

@@ -222,11 +222,12 @@ class Scan(Op):
             buffers[k] = xp.empty((depths[k] + n,) + tuple(init.shape[1:]), dtype=dtype)
             buffers[k][:depths[k]] = init[:depths[k]]
         tap_plan = [(buffers[k], depths[k], info.taps[k]) for k in info.recurrent]
+        row_shapes = [None if buf is None else buf.shape[1:] for buf in buffers]  # what each step must return
         on_host = wrap is None
         wrap = wrap or _same
         states = [wrap(v) for v in states]
         nonseqs = [wrap(v) for v in nonseqs]
-        n_outs, n_shared = info.n_outs, info.n_shared
+        n_outs, n_shared, until = info.n_outs, info.n_shared, info.until
         steps_done = n
         for t in range(n):
             if on_host:  # the hot path: no conversion calls
@@ -246,14 +247,15 @@ class Scan(Op):
                 results = [unwrap(r) if not isinstance(r, np.ndarray) else r for r in results]
             for k in range(n_outs):
                 value = results[k]
-                buf = buffers[k]
-                if buf is None:
-                    buf = buffers[k] = xp.empty((n,) + tuple(value.shape), dtype=self.inner_outputs[k].type.dtype)
-                if buf.shape[1:] != value.shape:
-                    self._shape_error(k, t, value.shape, buf.shape[1:])
-                buf[depths[k] + t] = value
-            states = [wrap(xp.array(v, copy=True)) for v in results[n_outs:n_outs + n_shared]]
-            if info.until and bool(results[-1]):
+                if value.shape != row_shapes[k]:
+                    if buffers[k] is not None:
+                        self._shape_error(k, t, value.shape, row_shapes[k])
+                    buffers[k] = xp.empty((n,) + value.shape, dtype=self.inner_outputs[k].type.dtype)
+                    row_shapes[k] = value.shape
+                buffers[k][depths[k] + t] = value
+            if n_shared:
+                states = [wrap(xp.array(v, copy=True)) for v in results[n_outs:n_outs + n_shared]]
+            if until and bool(results[-1]):
                 steps_done = t + 1
                 break
         self.last_steps = steps_done

@@ -133,6 +133,22 @@ class Elemwise(XpOp):
                     cell[0] = r if type(r) is ndarray else asarray(r)
                     if getattr(x, "shape", ()) != r.shape or getattr(y, "shape", ()) != r.shape:
                         check((x, y), r.shape)
+        elif len(ins) == 3:  # a fused chain of two binary ops (an RNN step's tanh(a + b + c))
+            a, b, c = ins
+
+            def thunk():
+                x, y, z = a[0], b[0], c[0]
+                out = cell[0]
+                if type(out) is ndarray and (getattr(x, "shape", ()) == out.shape == getattr(y, "shape", ())
+                                             == getattr(z, "shape", ()) or fits(out.shape, (x, y, z), check)):
+                    cell[0] = impl(x, y, z, out=out)
+                else:
+                    r = impl(x, y, z)
+                    if type(r) is not ndarray:
+                        r = asarray(r)
+                    cell[0] = r
+                    if not getattr(x, "shape", ()) == getattr(y, "shape", ()) == getattr(z, "shape", ()) == r.shape:
+                        check((x, y, z), r.shape)
         else:
             def thunk():
                 values = [c[0] for c in ins]
