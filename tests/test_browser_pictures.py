@@ -128,10 +128,9 @@ def first_picture_depth(nb):
     return None
 
 
-def window_height(lesson):
-    """A window tall enough to hold the lesson's first graph picture (with a margin for the estimate)."""
-    depth = first_picture_depth(nbformat.read(ROOT / "notebooks" / f"{lesson}.ipynb", as_version=4))
-    return None if depth is None else min(16000, int(depth * 1.25) + 800)
+def window_height(depth):
+    """A window tall enough to hold a picture ``depth`` pixels down (with a margin for the estimate)."""
+    return min(16000, int(depth * 1.25) + 800)
 
 
 def screenshot(lab, path_in_server, height, out):
@@ -182,15 +181,15 @@ def test_untrusted_lab_refuses_svg_only_pictures_and_shows_the_png(lab, tmp_path
 
 @pytest.mark.parametrize("lesson", sorted(LESSONS) if SAVE_DIR else DEFAULT_LESSONS)
 def test_lesson_pictures_show_on_first_open(lab, tmp_path, lesson):
-    height = window_height(lesson)
+    depth = first_picture_depth(nbformat.read(ROOT / "notebooks" / f"{lesson}.ipynb", as_version=4))
     out = Path(SAVE_DIR or tmp_path) / f"{lesson}.png"
     out.parent.mkdir(parents=True, exist_ok=True)
-    image = screenshot(lab, f"course/notebooks/{lesson}.ipynb", height or 2400, out)
-    if height:
+    image = screenshot(lab, f"course/notebooks/{lesson}.ipynb", 2400 if depth is None else window_height(depth), out)
+    if depth is not None:
         drawn = count_colour(image, INPUT_FILL) + count_colour(image, CPU_FILL) + count_colour(image, GPU_FILL)
         assert drawn > 3000, f"{lesson}: no graph picture visible on first open (see {out})"
     if SAVE_DIR:   # keep the committed screenshots small: 64 colours, the top 6000 px or down to the picture
-        keep = max(6000, height or 0)
+        keep = max(6000, int((depth or 0) * 1.1) + 300)
         image.crop((0, 0, 1280, min(image.height, keep))).quantize(colors=64).save(out, optimize=True)
 
 
