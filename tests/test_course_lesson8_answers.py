@@ -1,0 +1,287 @@
+"""Exercise 8's graded cells judge what an answer does, not how it is written.
+
+Each graded cell of ``solutions/08_loops_with_scan_solutions.ipynb`` is run here, in this process,
+after the notebook's setup cell and one answer: plausible wrong answers (the trace with ``h0`` in it,
+``dot(U, h)``, a loop run backwards; one-sided differences, a bump never undone; the loss on the
+first state, a truncated or negated gradient; a loop without ``until``, a stop test turned round, a
+full-length loop cut afterwards) must fail, and correct answers written differently from the solution
+must pass. Each answer is judged twice, as in a grading run: by the cell itself (what the student sees
+in JupyterLab) and by the grader's judge (:func:`coursekit.course.judge.judge_cells`), which runs the
+cell's source again in a namespace holding nothing of the notebook, on the observations the probe
+wrote to the run's report folder; the two must agree. (tests/test_course_notebooks.py proves that
+the cells pass on the solution and fail on the unsolved exercise.)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.graded import graded_cells
+from coursekit.course.judge import judge_cells
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = nbformat.read(ROOT / "solutions" / "08_loops_with_scan_solutions.ipynb", as_version=4)
+SETUP = NOTEBOOK.cells[1].source
+GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
+NONCE = "lesson8-test-run"        # a grading run's nonce: the inputs come from it and the cell id
+
+
+def solution_cell(marker):
+    """The source of the solution's code cell that contains ``marker``."""
+    (source,) = [c.source for c in NOTEBOOK.cells if c.cell_type == "code" and marker in c.source
+                 and "GRADED" not in c.source]
+    return source
+
+
+RNN = solution_cell("def rnn_states") + "\n\n"  # task 3 builds on task 1: its answers come with the solution's RNN
+
+
+@pytest.fixture
+def run(monkeypatch, tmp_path):
+    """``run(answer, graded_id)``: the setup cell, then ``answer``, then the graded cell, in one namespace,
+    as a grading run's kernel would; then the grader's judge on what the cell reported.
+
+    Raises what the cell raised in the kernel (AssertionError for a wrong answer). When the cell
+    passed there, the judge must pass too; when it failed, the judge must not give the points.
+    """
+    monkeypatch.setenv("COURSEKIT_SIZE", "small")
+    monkeypatch.setenv(REPORT_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(NONCE_ENV, NONCE)
+
+    def run_cells(answer, graded_id):
+        namespace = {"__name__": "exercise8"}
+        exec(compile(SETUP, "setup cell", "exec"), namespace)
+        exec(compile(answer, "answer cell", "exec"), namespace)
+        try:
+            exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
+        except AssertionError as failed:           # the probe ran and reported; the judge must agree
+            verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
+            if verdict != ("failed", f"failed assertion: {' '.join(str(failed).split())}"):
+                pytest.fail(f"the kernel failed {graded_id} ({failed}), the grader's judge says {verdict}")
+            raise
+        except Exception:                          # the probe itself raised: nothing was reported
+            verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
+            if verdict[0] != "unreported":
+                pytest.fail(f"the probe of {graded_id} raised, yet the grader's judge says {verdict}")
+            raise
+        verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
+        if verdict != ("passed", "passed"):
+            pytest.fail(f"the kernel passed {graded_id}, the grader's judge says {verdict}")
+
+    return run_cells
+
+
+def test_the_notebook_has_the_four_graded_cells_these_tests_drive():
+    assert set(GRADED) == {"rnn-scan", "numeric-gradient", "rnn-gradient", "generate-until"}
+
+
+# --- task 1: the RNN with scan ---------------------------------------------------------------------
+
+STATES = '''
+def rnn_states(x, h0, W, U, b):
+    def step(x_t, h_prev, W, U, b):
+        return T.tanh({new_state})
+
+    states, _ = theano.scan(step, sequences=x, outputs_info=h0, non_sequences=[W, U, b]{options})
+    return {result}
+'''
+GOOD_STATES = dict(new_state="T.dot(x_t, W) + T.dot(h_prev, U) + b", options="", result="states")
+
+
+def states_answer(**changes):
+    return STATES.format(**{**GOOD_STATES, **changes})
+
+
+def test_the_solution_rnn_passes(run):
+    run(RNN, "rnn-scan")
+
+
+@pytest.mark.parametrize("answer", [
+    states_answer(result="T.concatenate([h0.dimshuffle('x', 0), states])"),   # the trace with h0 in front
+    states_answer(result="states[-1]"),                                          # the last state only
+    states_answer(new_state="T.dot(x_t, W) + T.dot(U, h_prev) + b"),            # dot(U, h): U transposed
+    states_answer(new_state="T.dot(x_t, W) + T.dot(h_prev, U)"),                # no bias
+    states_answer(options=", go_backwards=True"),                               # the sequence read backwards
+], ids=["h0-in-trace", "last-state-only", "U-transposed", "no-bias", "backwards"])
+def test_wrong_rnns_fail(run, answer):
+    with pytest.raises(AssertionError):
+        run(answer, "rnn-scan")
+
+
+@pytest.mark.parametrize("answer", [
+    '''
+def rnn_states(x, h0, W, U, b):
+    # the input products for every step as one matrix product before the loop; the weights captured
+    driven = T.dot(x, W) + b
+    states, _ = theano.scan(lambda d_t, h: T.tanh(d_t + T.dot(h, U)), sequences=driven,
+                            outputs_info=dict(initial=h0, taps=[-1]))
+    return states
+''', '''
+def rnn_states(x, h0, W, U, b):
+    # the sequence as a dict with tap 0, the state passed with its tap written out, strict scan
+    def step(x_now, h_before, U_, W_, b_):
+        return T.tanh(b_ + T.dot(h_before, U_) + T.dot(x_now, W_))
+
+    result, updates = theano.scan(fn=step, sequences=[dict(input=x, taps=[0])], outputs_info=[h0],
+                                  non_sequences=[U, W, b], strict=True)
+    return result
+'''], ids=["pushed-out-product", "taps-written-out"])
+def test_differently_written_rnns_pass(run, answer):
+    run(answer, "rnn-scan")
+
+
+# --- task 2: central differences -------------------------------------------------------------------
+
+def test_the_solution_differences_pass(run):
+    run(solution_cell("def numeric_gradient"), "numeric-gradient")
+
+
+@pytest.mark.parametrize("answer", ['''
+def numeric_gradient(f, value, eps=1e-6):
+    gradient, base = np.zeros(value.shape), f(value)          # one-sided differences
+    for i in np.ndindex(value.shape):
+        bumped = value.astype(float)
+        bumped[i] += eps
+        gradient[i] = (f(bumped) - base) / eps
+    return gradient
+''', '''
+def numeric_gradient(f, value, eps=1e-6):
+    gradient = np.zeros(value.shape)                          # divided by eps, not 2 eps
+    for i in np.ndindex(value.shape):
+        up, down = value.astype(float), value.astype(float)
+        up[i] += eps
+        down[i] -= eps
+        gradient[i] = (f(up) - f(down)) / eps
+    return gradient
+''', '''
+def numeric_gradient(f, value, eps=1e-6):
+    gradient = np.zeros(value.shape)                          # bumps the caller's array and never undoes it
+    for i in np.ndindex(value.shape):
+        value[i] += eps
+        up = f(value)
+        value[i] -= 2 * eps
+        gradient[i] = (up - f(value)) / (2 * eps)
+    return gradient
+''', '''
+def numeric_gradient(f, value, eps=1e-6):
+    flat = value.astype(float).ravel()                        # right numbers, flat shape
+    gradient = np.zeros(flat.size)
+    for k in range(flat.size):
+        step = np.zeros(flat.size)
+        step[k] = eps
+        gradient[k] = (f((flat + step).reshape(value.shape)) - f((flat - step).reshape(value.shape))) / (2 * eps)
+    return gradient
+'''], ids=["one-sided", "divided-by-eps", "bump-not-undone", "flat-result"])
+def test_wrong_differences_fail(run, answer):
+    with pytest.raises(AssertionError):
+        run(answer, "numeric-gradient")
+
+
+def test_differences_that_bump_in_place_and_put_back_pass(run):
+    run('''
+def numeric_gradient(f, value, eps=1e-6):
+    gradient = np.empty_like(value, dtype=float)
+    for i in np.ndindex(*value.shape):
+        kept = value[i]
+        value[i] = kept + eps
+        up = f(value)
+        value[i] = kept - eps
+        down = f(value)
+        value[i] = kept
+        gradient[i] = 0.5 * (up - down) / eps
+    return gradient
+''', "numeric-gradient")
+
+
+# --- task 3: the gradient through time -------------------------------------------------------------
+
+def test_the_solution_gradient_passes(run):
+    run(RNN + solution_cell("def rnn_loss_and_gradients"), "rnn-gradient")
+
+
+TRUNCATED = '''
+def rnn_loss_and_gradients(x, h0, W, U, b, target):
+    states, _ = theano.scan(lambda x_t, h, W, U, b: T.tanh(T.dot(x_t, W) + T.dot(h, U) + b), sequences=x,
+                            outputs_info=h0, non_sequences=[W, U, b], truncate_gradient=2)
+    loss = 0.5 * T.sum((states[-1] - target) ** 2)
+    return loss, T.grad(loss, [W, U, b])
+'''
+LOSS = '''
+def rnn_loss_and_gradients(x, h0, W, U, b, target):
+    loss = 0.5 * T.sum((rnn_states(x, h0, W, U, b)[{row}] - target) ** 2)
+    return loss, {gradients}
+'''
+
+
+@pytest.mark.parametrize("answer", [
+    LOSS.format(row="0", gradients="T.grad(loss, [W, U, b])"),                  # the loss on the first state
+    TRUNCATED,                                                                  # backpropagates 2 steps only
+    LOSS.format(row="-1", gradients="[-g for g in T.grad(loss, [W, U, b])]"),   # sign error
+    LOSS.format(row="-1", gradients="T.grad(loss, [U, W, b])"),                 # in the wrong order
+    LOSS.format(row="-1", gradients="T.grad(loss, [W, U])"),                    # one missing
+], ids=["first-state", "truncated", "negated", "wrong-order", "missing-db"])
+def test_wrong_gradients_fail(run, answer):
+    with pytest.raises(AssertionError):
+        run(RNN + answer, "rnn-gradient")
+
+
+def test_a_differently_written_gradient_passes(run):
+    """Its own scan (no rnn_states), the loss as a mean times the size, one T.grad call per parameter."""
+    run('''
+def rnn_loss_and_gradients(x, h0, W, U, b, target):
+    hs, _ = theano.scan(lambda x_t, h: T.tanh(T.dot(x_t, W) + T.dot(h, U) + b), sequences=x, outputs_info=h0)
+    error = hs[hs.shape[0] - 1] - target
+    loss = T.mean(T.sqr(error)) * error.shape[0] / 2
+    return loss, [theano.grad(loss, p) for p in (W, U, b)]
+''', "rnn-gradient")
+
+
+# --- task 4: the generating loop --------------------------------------------------------------------
+
+GENERATE = '''
+def generate(x0, W, b, tol, max_steps):
+    def step(x_prev, W, b, tol):
+        x_now = T.tanh(T.dot(x_prev, W) + b)
+        return {returned}
+
+    rows, _ = theano.scan(step, outputs_info=x0, non_sequences=[W, b, tol], n_steps=max_steps)
+    return rows
+'''
+
+
+def test_the_solution_generator_passes(run):
+    run(solution_cell("def generate"), "generate-until")
+
+
+@pytest.mark.parametrize("answer", [
+    GENERATE.format(returned="x_now"),                                                       # never stops
+    GENERATE.format(returned="x_now, until(T.max(abs(x_now - x_prev)) > tol)"),             # test turned round
+    GENERATE.format(returned="x_now, until(T.sqrt(T.sum((x_now - x_prev) ** 2)) < tol)"),   # another distance
+    '''
+def generate(x0, W, b, tol, max_steps):
+    # every step run, then the rows after the stop cut off: the right rows, but the loop never stopped
+    full, _ = theano.scan(lambda x_prev: T.tanh(T.dot(x_prev, W) + b), outputs_info=x0, n_steps=max_steps)
+    previous = T.concatenate([x0.dimshuffle('x', 0), full[:-1]])
+    below = T.lt(T.max(abs(full - previous), axis=1), tol)
+    end = T.switch(T.gt(T.sum(below), 0), T.argmax(below) + 1, max_steps)
+    return full[:end]
+'''], ids=["no-until", "until-inverted", "euclidean-change", "cut-afterwards"])
+def test_wrong_generators_fail(run, answer):
+    with pytest.raises(AssertionError):
+        run(answer, "generate-until")
+
+
+def test_a_differently_written_generator_passes(run):
+    """tol captured instead of passed, the state as a dict with its tap, the test written with T.lt."""
+    run('''
+def generate(x0, W, b, tol, max_steps):
+    def step(previous):
+        current = T.tanh(b + T.dot(previous, W))
+        return [current], until(T.lt(abs(current - previous).max(), tol))
+
+    out, _ = theano.scan(step, outputs_info=[dict(initial=x0, taps=[-1])], n_steps=max_steps)
+    return out
+''', "generate-until")
