@@ -246,7 +246,7 @@ def test_progress_is_one_line_per_notebook_off_a_terminal_and_ignored_files_are_
         bar.finished("alice/01_fixture", [Score("alice", NAME, "softplus", 2, 2, "passed")])
         bar.finished("bob/01_fixture", [Score("bob", NAME, "softplus", 0, 2, "missing notebook")])
     assert stream.getvalue().splitlines() == ["graded alice/01_fixture: 2/2 [1/2 notebooks]",
-                                              "graded bob/01_fixture: 0/2 [2/2 notebooks]"]
+                                              "missing bob/01_fixture (not handed in): 0/2 [2/2 notebooks]"]
     (tmp_path / "alice").mkdir()
     (tmp_path / "alice" / f"{NAME}.ipynb").write_text("{}")
     (tmp_path / "alice" / "notes.txt").write_text("x")

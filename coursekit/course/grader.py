@@ -337,5 +337,8 @@ class _Progress:
             from .report import number
 
             got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
-            print(f"graded {label}: {number(got)}/{number(out_of)} [{self.done}/{self.total} notebooks]",
+            # a notebook the student never handed in is counted, not run: say so rather than "graded"
+            missing = bool(scores) and all(s.reason == "missing notebook" for s in scores)
+            what = f"missing {label} (not handed in)" if missing else f"graded {label}"
+            print(f"{what}: {number(got)}/{number(out_of)} [{self.done}/{self.total} notebooks]",
                   file=self.stream, flush=True)
