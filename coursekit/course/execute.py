@@ -84,7 +84,29 @@ def main(argv: list[str]) -> int:
     judged = judged_cells(nb) if config.get("report_dir") else []
     emit(event="judged", indices=[index for index, _, _ in judged])
     state = {"index": None}
-    client = NotebookClient(
+    output_limit = int(config["limits"].get("output_mb", 16)) * 1024 * 1024
+
+    class BoundedClient(NotebookClient):
+        """Keeps at most ``output_limit`` bytes of outputs per notebook and drops the rest with one
+        note per cell: a cell that prints gigabytes must not fill this process's memory or the
+        executed notebook's disk (outputs are never graded; verdicts come from replies and judges)."""
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.kept, self.noted = 0, set()
+
+        def output(self, outs, msg, display_id, cell_index):
+            size = len(json.dumps(msg.get("content", {}), default=str))
+            if self.kept + size <= output_limit:
+                self.kept += size
+                return super().output(outs, msg, display_id, cell_index)
+            if cell_index not in self.noted:
+                self.noted.add(cell_index)
+                outs.append(nbformat.v4.new_output("stream", name="stderr", text=(
+                    f"[grader: outputs past {output_limit // 2**20} MB per notebook were dropped]\n")))
+            return None
+
+    client = BoundedClient(
         nb,
         km=km,
         timeout=args.cell_timeout,

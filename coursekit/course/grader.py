@@ -33,7 +33,7 @@ from pathlib import Path
 import nbformat
 
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
-from .runner import kill_all, run_notebook
+from .runner import kill_all, run_notebook, short
 
 FLAT_SEPARATOR = "__"
 # Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
@@ -43,6 +43,7 @@ FLAT_SEPARATOR = "__"
 # COURSEKIT_CUDA_CHECK wins.
 GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
 PREFIX_RE = re.compile(r"^(\d+)_")
+SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the notebook file itself
 
 
 @dataclass(frozen=True)
@@ -222,6 +223,33 @@ def load_reference(path) -> Reference:
     return Reference(path.stem, nb, graded_cells(nb))
 
 
+class UnreadableSubmission(ValueError):
+    """A submission the grader will not read; the message says why and what the student can do."""
+
+
+def read_submission(path):
+    """The student's notebook, or an error that says why it cannot be graded and what to do.
+
+    A symbolic link is refused, not followed: it could hand in another student's notebook or a
+    solution the grader can read. A file over :data:`SUBMISSION_LIMIT_MB` is refused before it is
+    read (its outputs, never graded, would fill the grader's memory). Cells that Jupyter would not
+    have written (a code cell without ``outputs``) are an invalid notebook, not a grader error.
+    """
+    path = Path(path)
+    if path.is_symlink():
+        raise UnreadableSubmission("the file is a symbolic link: hand in the notebook itself")
+    size = path.stat().st_size
+    if size > SUBMISSION_LIMIT_MB * 2**20:
+        raise UnreadableSubmission(f"the file has {size / 2**20:.0f} MB, over the grader's {SUBMISSION_LIMIT_MB} MB: "
+                         "clear its outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
+    nb = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        if not isinstance(cell.get("source"), str) or (cell.get("cell_type") == "code" and "outputs" not in cell):
+            raise UnreadableSubmission(f"cell {index} is not a valid notebook cell (source or outputs missing): "
+                             "open the notebook in Jupyter, save it and hand it in again")
+    return nb
+
+
 def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60, notebook_timeout=600,
                    executed_path=None) -> list[Score]:
     """Grade one notebook against its reference: one :class:`Score` per graded cell of the reference.
@@ -245,15 +273,16 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
 
     if path is None:
         return all_zero("missing notebook")
+    try:   # not JSON, not a notebook, a link: the student still gets a row per cell, with the reason
+        restored, where = restore_graded(read_submission(path), reference)
+        text = nbformat.writes(restored)
+    except Exception as exc:
+        detail = str(exc) if isinstance(exc, UnreadableSubmission) else f"{type(exc).__name__}: {exc}"
+        return all_zero(short(f"unreadable notebook: {detail}"))
     try:
-        submission = nbformat.read(path, as_version=4)
-    except Exception as exc:  # not JSON, not a notebook: the student still gets a row per cell
-        return all_zero(f"unreadable notebook: {type(exc).__name__}: {exc}"[:200])
-    try:
-        restored, where = restore_graded(submission, reference)
         with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
             run_path = Path(tmp) / f"{reference.name}.ipynb"
-            nbformat.write(restored, run_path)
+            run_path.write_text(text, encoding="utf-8")
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                                executed_path=executed_path, env=GRADING_ENV)
     except Exception as exc:  # one odd submission must not stop the grading of the class

@@ -52,6 +52,7 @@ class Limits:
     cpu_seconds: int = int(os.environ.get("COURSEKIT_GRADE_CPU_SECONDS", "900"))
     processes: int = int(os.environ.get("COURSEKIT_GRADE_PROCESSES", "256"))
     file_mb: int = int(os.environ.get("COURSEKIT_GRADE_FILE_MB", "256"))
+    output_mb: int = int(os.environ.get("COURSEKIT_GRADE_OUTPUT_MB", "16"))   # kept outputs per notebook
 
 
 @dataclass(frozen=True)
