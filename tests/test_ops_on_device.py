@@ -1,6 +1,7 @@
-"""Advanced indexing, sort and ifelse run on a GPU device (issue 12): written once against ``xp``, their GPU
-twins are made by ``gpu_twin`` and placed from their declarations.  Values match NumPy on ``cpu`` and ``sim``,
-gradients are checked, and on ``sim`` the compiled graph keeps these ops on the device."""
+"""Ops written once against ``xp`` run on a GPU device (issue 12): advanced indexing, sort, ifelse,
+set/inc_subtensor on slices, join, tile, repeat and specify_shape.  Their GPU twins are made by
+``gpu_twin`` and placed from their declarations.  Values match NumPy on ``cpu`` and ``sim``, gradients are
+checked, and on ``sim`` the compiled graph keeps these ops on the device."""
 import numpy as np
 import pytest
 
@@ -11,7 +12,8 @@ from coursekit.gradient import verify_grad
 from coursekit.ifelse import ifelse
 
 HOST_ONLY_BEFORE = {"AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
-                    "Sort", "ArgSort", "UnsortGrad", "SortLike", "IfElse"}
+                    "Sort", "ArgSort", "UnsortGrad", "SortLike", "IfElse", "IncSubtensor", "Join", "Tile", "TileGrad",
+                    "Repeat", "RepeatGrad", "SpecifyShape"}
 
 
 def op_names(f):
@@ -109,3 +111,39 @@ def test_ifelse_runs_only_the_chosen_branch_on_the_device(device):
         then_fn, else_fn = node.op.cpu_op.device_fns["sim"]
         assert "GpuElemwise" in op_names(then_fn) and "HostFromGpu" not in op_names(then_fn)
         assert "GpuCAReduce" in op_names(else_fn) and "Elemwise" not in op_names(else_fn)
+
+
+def test_slices_set_and_joins_tiles_repeats_on_the_device(device):
+    """set_subtensor/inc_subtensor on slices, concatenate/stack, tile, repeat and specify_shape, with gradients."""
+    rng = np.random.default_rng(8)
+    xv, yv = rng.standard_normal((3, 4)).astype("float32"), rng.standard_normal(4).astype("float32")
+    counts = np.array([1, 0, 2])
+    x, y, i, r = T.fmatrix("x"), T.fvector("y"), T.lscalar("i"), T.lvector("r")
+    outs = [T.set_subtensor(x[1:3, i], y[:2]), T.inc_subtensor(x[:, 0], y[:3]), T.concatenate([x, x * 2], axis=1),
+            T.stack([y, y]), T.tile(x, (2, 1)), T.repeat(x, r, axis=0), T.specify_shape(x, (3, 4))]
+    weights = [rng.standard_normal(shape).astype("float32") for shape in
+               [(3, 4), (3, 4), (3, 8), (2, 4), (6, 4), (3, 4), (3, 4)]]
+    cost = sum(T.sum(o * w) for o, w in zip(outs, weights))
+    f = theano.function([x, y, i, r], outs + T.grad(cost, [x, y]))
+    got = [np.asarray(v) for v in f(xv, yv, 2, counts)]
+    ref_set, ref_inc = xv.copy(), xv.copy()
+    ref_set[1:3, 2] = yv[:2]
+    ref_inc[:, 0] += yv[:3]
+    refs = [ref_set, ref_inc, np.concatenate([xv, 2 * xv], axis=1), np.stack([yv, yv]), np.tile(xv, (2, 1)),
+            np.repeat(xv, counts, axis=0), xv]
+    for value, ref in zip(got, refs):
+        np.testing.assert_allclose(value, ref, rtol=1e-6)
+    # d cost / d x and d y, written out from each output's definition
+    w_set, w_inc, w_cat, w_stack, w_tile, w_rep, w_spec = weights
+    gx = w_set.copy()
+    gx[1:3, 2] = 0
+    gx += w_inc + w_cat[:, :4] + 2 * w_cat[:, 4:] + w_tile[:3] + w_tile[3:] + w_spec
+    owners = np.repeat(np.arange(3), counts)
+    np.add.at(gx, owners, w_rep)
+    gy = w_stack.sum(axis=0)
+    gy[:2] += w_set[1:3, 2]
+    gy[:3] += w_inc[:, 0]
+    np.testing.assert_allclose(got[-2], gx, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[-1], gy, rtol=1e-5, atol=1e-6)
+    assert_on_device_when_sim(f, device, {"GpuIncSubtensor", "GpuJoin", "GpuTile", "GpuTileGrad", "GpuRepeat",
+                                          "GpuRepeatGrad", "GpuSpecifyShape"})

@@ -179,10 +179,14 @@ def identity_like(x):
     return eye(x.shape[0], x.shape[1], 0, dtype=x.type.dtype)
 
 
-class SpecifyShape(Op):
+class SpecifyShape(XpOp):
     """Asserts at run time that ``x`` has the given shape; the output is ``x`` itself (a view)."""
 
     view_map = {0: [0]}
+    gpu_name = "GpuSpecifyShape"
+
+    def host_input(self, position, var):
+        return position > 0  # the sizes are host integers
 
     def make_node(self, x, *shape):
         x = as_tensor_variable(x)
@@ -191,7 +195,7 @@ class SpecifyShape(Op):
         bcast = tuple(b or (isinstance(s, Constant) and int(s.data) == 1) for b, s in zip(x.type.broadcastable, shape))
         return Apply(self, [x, *shape], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, *shape = inputs
         expected = tuple(int(s) for s in shape)
         if tuple(x.shape) != expected:

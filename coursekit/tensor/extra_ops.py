@@ -16,7 +16,7 @@ from .elemwise import Elemwise, reduce_to_broadcast
 from .scalar import ScalarOp, _zero_grads, register
 from .type import TensorType, host_like
 from .var import as_tensor_variable, weak_constants
-from .xpop import XpOp
+from .xpop import XpOp, add_at
 
 
 # -------------------------------------------------------------- elementwise
@@ -69,10 +69,11 @@ def _constant_ints(value, what):
     return tuple(int(v) for v in arr.reshape(-1))
 
 
-class Tile(Op):
+class Tile(XpOp):
     """``numpy.tile`` with constant repetitions."""
 
     __props__ = ("reps",)
+    gpu_name = "GpuTile"
 
     def __init__(self, reps):
         self.reps = tuple(reps)
@@ -85,17 +86,18 @@ class Tile(Op):
         return Apply(self, [x], [TensorType(x.type.dtype, tuple(b and r == 1 for b, r in zip(bcast, reps)))
                                  .make_variable()])
 
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.tile(inputs[0], self.reps)
+    def run(self, xp, inputs, output_storage):
+        output_storage[0][0] = xp.tile(inputs[0], self.reps)
 
     def L_op(self, inputs, outputs, output_grads):
         return [reduce_to_broadcast(TileGrad(self.reps)(inputs[0], output_grads[0]), inputs[0])]
 
 
-class TileGrad(Op):
+class TileGrad(XpOp):
     """Sum the tiles of ``gz`` back onto one copy of ``x``'s shape."""
 
     __props__ = ("reps",)
+    gpu_name = "GpuTileGrad"
 
     def __init__(self, reps):
         self.reps = tuple(reps)
@@ -103,7 +105,7 @@ class TileGrad(Op):
     def make_node(self, x, gz):
         return Apply(self, [x, gz], [TensorType(gz.type.dtype, x.type.broadcastable).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, gz = inputs
         ndim = gz.ndim
         shape = (1,) * (ndim - x.ndim) + x.shape
@@ -123,10 +125,12 @@ def tile(x, reps, ndim=None):
     return Tile(reps)(x)
 
 
-class Repeat(Op):
+class Repeat(XpOp):
     """``numpy.repeat(x, repeats, axis)``; ``repeats`` is an int scalar or int vector input."""
 
     __props__ = ("axis",)
+    gpu_name = "GpuRepeat"
+    host_inputs = (1,)  # the counts: CuPy's repeat takes them as Python ints
 
     def __init__(self, axis):
         self.axis = axis
@@ -140,10 +144,10 @@ class Repeat(Op):
             bcast = tuple(False if i == self.axis else b for i, b in enumerate(x.type.broadcastable))
         return Apply(self, [x, repeats], [TensorType(x.type.dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, repeats = inputs
         try:
-            output_storage[0][0] = np.repeat(x, repeats, axis=self.axis)
+            output_storage[0][0] = xp.repeat(x, _counts(xp, repeats), axis=self.axis)
         except ValueError as exc:
             raise ValueError(f"repeat: {exc} (x has shape {x.shape}, repeats {np.shape(repeats)})") from None
 
@@ -152,10 +156,12 @@ class Repeat(Op):
         return [RepeatGrad(self.axis)(x, output_grads[0], repeats), None]
 
 
-class RepeatGrad(Op):
+class RepeatGrad(XpOp):
     """Add up the copies that ``repeat`` made of each element."""
 
     __props__ = ("axis",)
+    gpu_name = "GpuRepeatGrad"
+    host_inputs = (2,)
 
     def __init__(self, axis):
         self.axis = axis
@@ -163,14 +169,20 @@ class RepeatGrad(Op):
     def make_node(self, x, gz, repeats):
         return Apply(self, [x, gz, repeats], [host_like(x)])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, gz, repeats = inputs
         axis = 0 if self.axis is None else self.axis
         n = x.size if self.axis is None else x.shape[axis]
-        owner = np.repeat(np.arange(n), repeats)
-        out = np.zeros((n,) + (() if self.axis is None else np.moveaxis(gz, axis, 0).shape[1:]), dtype=x.dtype)
-        np.add.at(out, owner, gz if self.axis is None else np.moveaxis(gz, axis, 0))
-        output_storage[0][0] = out.reshape(x.shape) if self.axis is None else np.moveaxis(out, 0, axis)
+        owner = xp.repeat(xp.arange(n), _counts(xp, repeats))  # the element each entry of gz is a copy of
+        moved = gz if self.axis is None else xp.moveaxis(gz, axis, 0)
+        out = xp.zeros((n,) + (() if self.axis is None else moved.shape[1:]), dtype=x.dtype)
+        add_at(xp, out, owner, moved)
+        output_storage[0][0] = out.reshape(x.shape) if self.axis is None else xp.moveaxis(out, 0, axis)
+
+
+def _counts(xp, repeats):
+    """``repeat``'s counts as ``xp.repeat`` takes them: NumPy takes arrays, CuPy a Python int or list."""
+    return repeats if xp is np else (repeats.tolist() if repeats.ndim else int(repeats))
 
 
 def repeat(x, repeats, axis=None):

@@ -78,10 +78,11 @@ class Reshape(XpOp):
         return [M.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
 
 
-class Join(Op):
+class Join(XpOp):
     """Concatenate tensors along an axis (``T.concatenate``)."""
 
     __props__ = ("axis",)
+    gpu_name = "GpuJoin"
 
     def __init__(self, axis):
         self.axis = axis
@@ -95,8 +96,8 @@ class Join(Op):
                       for i in range(ndim))
         return Apply(self, list(tensors), [TensorType(dtype, bcast).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
-        output_storage[0][0] = np.concatenate(inputs, axis=self.axis)
+    def run(self, xp, inputs, output_storage):
+        output_storage[0][0] = xp.concatenate(inputs, axis=self.axis)
 
     def grad(self, inputs, output_grads):
         from . import math as M

@@ -105,10 +105,14 @@ class Subtensor(XpOp):
         return [gx] + [None] * len(values)
 
 
-class IncSubtensor(Op):
+class IncSubtensor(XpOp):
     """``x`` with ``y`` added to (or written into) ``x[index]``; returns a new array."""
 
     __props__ = ("idx_list", "set_instead_of_inc")
+    gpu_name = "GpuIncSubtensor"
+
+    def host_input(self, position, var):
+        return position > 1  # symbolic indices are host integers; y moves with x
 
     def __init__(self, idx_list, set_instead_of_inc=False):
         self.idx_list, self.set_instead_of_inc = tuple(idx_list), set_instead_of_inc
@@ -116,9 +120,9 @@ class IncSubtensor(Op):
     def make_node(self, x, y, *index_vars):
         from .var import as_tensor_variable
 
-        return Apply(self, [x, as_tensor_variable(y), *index_vars], [x.type.make_variable()])
+        return Apply(self, [x, as_tensor_variable(y), *index_vars], [host_like(x)])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         x, y, *values = inputs
         out = x.copy()
         index = _decode(self.idx_list, values)
