@@ -15,17 +15,17 @@ from coursekit.tensor.signal import downsample, pool
 RNG = np.random.default_rng(2)
 
 
-def reference_conv(x, w, pad, stride, flip):
+def reference_conv(x, w, pad, stride, flip, dilation=(1, 1)):
     """A direct (loop over output positions) convolution, independent of im2col."""
     if flip:
         w = w[:, :, ::-1, ::-1]
     xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
-    kh, kw = w.shape[2:]
+    kh, kw = [(k - 1) * d + 1 for k, d in zip(w.shape[2:], dilation)]  # the pixels a dilated filter covers
     ho, wo = (xp.shape[2] - kh) // stride[0] + 1, (xp.shape[3] - kw) // stride[1] + 1
     out = np.zeros((x.shape[0], w.shape[0], ho, wo))
     for i in range(ho):
         for j in range(wo):
-            patch = xp[:, :, i * stride[0]:i * stride[0] + kh, j * stride[1]:j * stride[1] + kw]
+            patch = xp[:, :, i * stride[0]:i * stride[0] + kh:dilation[0], j * stride[1]:j * stride[1] + kw:dilation[1]]
             out[:, :, i, j] = np.einsum("bchw,fchw->bf", patch, w)
     return out
 
@@ -55,6 +55,53 @@ def test_conv2d_gradients_and_channel_errors():
     with pytest.raises(ValueError, match="3 channels.*expect 2.*must match") as err:
         f(np.zeros((1, 3, 5, 5)), np.zeros((4, 2, 3, 3)))
     assert "test_nnet_conv.py" in str(err.value)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.sampled_from(["valid", "full", "half", (1, 2)]), st.sampled_from([(1, 1), (2, 1)]),
+       st.sampled_from([(2, 2), (3, 1), (1, 2)]), st.booleans())
+def test_dilated_conv2d_matches_a_direct_convolution(border_mode, subsample, dilation, flip):
+    x, w = RNG.standard_normal((2, 2, 8, 9)), RNG.standard_normal((3, 2, 3, 2))
+    covered = [(k - 1) * d + 1 for k, d in zip(w.shape[2:], dilation)]
+    pads = {"valid": (0, 0), "full": tuple(c - 1 for c in covered), "half": tuple(c // 2 for c in covered),
+            (1, 2): (1, 2)}
+    xs, ws = T.dtensor4("x"), T.dtensor4("w")
+    out = T.nnet.conv2d(xs, ws, filter_shape=w.shape, border_mode=border_mode, subsample=subsample,
+                        filter_flip=flip, filter_dilation=dilation)
+    got = theano.function([xs, ws], out)(x, w)
+    np.testing.assert_allclose(got, reference_conv(x, w, pads[border_mode], subsample, flip, dilation),
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_dilated_conv2d_gradients_and_errors():
+    verify_grad(lambda a, b: T.nnet.conv2d(a, b, border_mode="half", subsample=(2, 1), filter_dilation=(2, 3),
+                                           filter_shape=(2, 2, 3, 2)),
+                [RNG.standard_normal((1, 2, 7, 8)), RNG.standard_normal((2, 2, 3, 2))])
+    with pytest.raises(ValueError, match="filter_dilation.*at least 1"):
+        T.nnet.conv2d(T.tensor4(), T.tensor4(), filter_dilation=(0, 1))
+    xs, ws = T.dtensor4("x"), T.dtensor4("w")
+    f = theano.function([xs, ws], T.nnet.conv2d(xs, ws, filter_dilation=3))
+    with pytest.raises(ValueError, match="dilation \\(3, 3\\).*larger than the padded input"):
+        f(np.zeros((1, 1, 5, 5)), np.zeros((1, 1, 3, 3)))
+
+
+def test_second_derivatives_of_conv2d_and_pool_by_finite_differences():
+    """The gradient ops have gradients: a gradient penalty (the gradient of a gradient) is checked numerically."""
+    v = RNG.standard_normal((2, 2, 3, 2))
+
+    def conv_grad_of(x, w):  # d/dx and d/dw of sum(conv(x, w) ** 2 * r), as one expression of x and w
+        out = T.nnet.conv2d(x, w, border_mode=(1, 0), subsample=(2, 1), filter_dilation=(1, 2), filter_shape=v.shape)
+        gx, gw = T.grad(T.sum(out ** 2), [x, w])
+        return T.sum(gx ** 2) + T.sum(gw * v)
+
+    verify_grad(conv_grad_of, [RNG.standard_normal((1, 2, 5, 6)), RNG.standard_normal((2, 2, 3, 2))])
+    for mode in ("max", "average_exc_pad", "sum"):
+        r = RNG.standard_normal((2, 1, 5, 6))
+        verify_grad(lambda x: T.grad(T.sum(pool.pool_2d(x, ws=(2, 2), ignore_border=False, mode=mode) ** 2), x) * r,
+                    [RNG.standard_normal((2, 1, 5, 6))])
+    verify_grad(lambda x: T.grad(T.sum(T.tile(x, (2, 3)) ** 3), x), [RNG.standard_normal((2, 2))])
+    verify_grad(lambda x: T.grad(T.sum(T.repeat(x, np.array([2, 0, 1]), axis=0) ** 3), x),
+                [RNG.standard_normal((3, 2))])
 
 
 def reference_pool(x, ws, stride, ignore_border, mode):

@@ -10,6 +10,7 @@ import coursekit.tensor as T
 from coursekit.devices.gpu_ops import GpuOp
 from coursekit.gradient import verify_grad
 from coursekit.ifelse import ifelse
+from coursekit.tensor.signal import pool
 
 HOST_ONLY_BEFORE = {"AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubtensor1", "AdvancedIncSubtensor1",
                     "Sort", "ArgSort", "UnsortGrad", "SortLike", "IfElse", "IncSubtensor", "Join", "Tile", "TileGrad",
@@ -147,3 +148,21 @@ def test_slices_set_and_joins_tiles_repeats_on_the_device(device):
     np.testing.assert_allclose(got[-1], gy, rtol=1e-5, atol=1e-6)
     assert_on_device_when_sim(f, device, {"GpuIncSubtensor", "GpuJoin", "GpuTile", "GpuTileGrad", "GpuRepeat",
                                           "GpuRepeatGrad", "GpuSpecifyShape"})
+
+
+def test_second_order_gradients_of_conv_and_max_pool_on_the_device(device):
+    """A gradient penalty (the gradient of a gradient) through a dilated conv and a max pooling: the same numbers
+    on cpu and sim (checked against finite differences in test_nnet_conv.py), and on sim every op on the device."""
+    rng = np.random.default_rng(9)
+    xv, wv = rng.standard_normal((2, 1, 8, 8)).astype("float32"), rng.standard_normal((3, 1, 3, 3)).astype("float32")
+    x, w = T.ftensor4("x"), T.ftensor4("w")
+    hidden = pool.pool_2d(T.nnet.conv2d(x, w, border_mode="half", filter_dilation=(2, 1),
+                                        filter_shape=(3, 1, 3, 3)), ws=(2, 2), ignore_border=True)
+    gx = T.grad(T.sum(T.tanh(hidden)), x)
+    f = theano.function([x, w], T.grad(T.sum(gx ** 2), w))
+    got = np.asarray(f(xv, wv))
+    with theano.config.change(device="cpu"):
+        expected = theano.function([x, w], T.grad(T.sum(gx ** 2), w))(xv, wv)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    assert_on_device_when_sim(f, device, {"GpuConv2d", "GpuConv2dGradInput", "GpuConv2dGradWeights", "GpuPoolGrad",
+                                          "GpuMaxPoolGradGrad"})

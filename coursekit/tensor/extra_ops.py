@@ -114,6 +114,11 @@ class TileGrad(XpOp):
         summed = gz.reshape(split).sum(axis=tuple(range(0, 2 * ndim, 2)))
         output_storage[0][0] = summed.reshape(x.shape).astype(gz.dtype, copy=False)
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Summing the tiles is linear in ``gz``: its gradient tiles ``g`` again (``x`` gives only the shape)."""
+        x, _ = inputs
+        return [M.zeros_like(x), Tile(self.reps)(output_grads[0])]
+
 
 def tile(x, reps, ndim=None):
     """``x`` repeated ``reps`` times along each axis (as ``numpy.tile``)."""
@@ -178,6 +183,11 @@ class RepeatGrad(XpOp):
         out = xp.zeros((n,) + (() if self.axis is None else moved.shape[1:]), dtype=x.dtype)
         add_at(xp, out, owner, moved)
         output_storage[0][0] = out.reshape(x.shape) if self.axis is None else xp.moveaxis(out, 0, axis)
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Adding up the copies is linear in ``gz``: its gradient repeats ``g`` again."""
+        x, _, repeats = inputs
+        return [M.zeros_like(x), Repeat(self.axis)(output_grads[0], repeats), None]
 
 
 def _counts(xp, repeats):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...graph import Apply
+from ..math import zeros_like
 from ..type import TensorType, host_like
 from ..var import as_tensor_variable
 from ..xpop import XpOp
@@ -123,6 +124,44 @@ class PoolGrad(XpOp):
                 else:
                     grad[..., rs, cs] += gz
         output_storage[0][0] = grad[..., p.pad[0]:p.pad[0] + x.shape[-2], p.pad[1]:p.pad[1] + x.shape[-1]].copy()
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Linear in ``gz``: an average (or sum) pooling's gradient is that pooling of ``g``; a max pooling's
+        picks ``g`` where each window's maximum was.  Almost everywhere ``x`` and ``out`` change nothing."""
+        x, out, _ = inputs
+        (g,) = output_grads
+        gz_grad = MaxPoolGradGrad(self.pool)(x, out, g) if self.pool.mode == "max" else self.pool(g)
+        return [zeros_like(x), zeros_like(out), gz_grad]
+
+
+class MaxPoolGradGrad(XpOp):
+    """For each window of a max pooling, ``g`` summed where ``x`` held the window's maximum."""
+
+    gpu_name = "GpuMaxPoolGradGrad"
+    __props__ = ("pool",)
+
+    def __init__(self, pool):
+        self.pool = pool
+
+    def make_node(self, x, out, g):
+        return Apply(self, [x, out, g], [host_like(out)])
+
+    def run(self, xp, inputs, output_storage):
+        x, out, g = inputs
+        p = self.pool
+        padded, rows, cols = p._padded(xp, x, -np.inf if x.dtype.kind == "f" else 0)
+        g_padded = p._padded(xp, g, 0)[0]
+        result = xp.zeros(out.shape, dtype=g.dtype)
+        for i in range(p.ws[0]):
+            for j in range(p.ws[1]):
+                rs = slice(i, i + p.stride[0] * rows, p.stride[0])
+                cs = slice(j, j + p.stride[1] * cols, p.stride[1])
+                result += g_padded[..., rs, cs] * (padded[..., rs, cs] == out)
+        output_storage[0][0] = result
+
+    def L_op(self, inputs, outputs, output_grads):
+        x, out, _ = inputs
+        return [zeros_like(x), zeros_like(out), PoolGrad(self.pool)(x, out, output_grads[0])]
 
 
 def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="max", ds=None, st=None,
