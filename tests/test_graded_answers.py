@@ -134,6 +134,64 @@ __global__ void add_sub(float *sum, float *diff, const float *x, const float *y,
 """
 '''
 
+# Members of the same families, written another way
+COUNT_NOT_UPDATED = '''
+total = theano.shared(np.float64(0.0), name="total")
+count = theano.shared(np.int64(0), name="count")
+step = theano.function([v], (total + v) / (count + 1), updates=[(total, total + v)])
+'''
+FLOAT64_WEIGHTS_ONLY = FLOAT64_TRAINER.replace('dtype="float64"', 'dtype="float32"')   # data float32, w and b float64
+PLACEMENT_BY_PRINTED_NAME = '''
+return [(type(node.op).__name__,
+         "transfer" if "FromHost" in str(node.op) or "FromGpu" in str(node.op)
+         else ("gpu" if "gpu" in str(node.op).lower() else "cpu"))
+        for node in fn.toposort()]
+'''
+SOFTPLUS_BY_HAND_LOSS = "return y * T.log(1 + T.exp(-z)) + (1 - y) * T.log(1 + T.exp(z))"
+PERF_COUNTER_WITHOUT_SYNC = '''
+import time
+times = {}
+for n in sizes:
+    fn = make_fn(n)
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    times[n] = best
+return times
+'''
+SWAPPED_AXES_KERNEL = '''
+MATRIX_SOURCE = r"""
+__global__ void multiply_matrix(float *dest, const float *a, const float *b, int rows, int cols)
+{
+    const int row = blockIdx.x * blockDim.x + threadIdx.x;
+    const int col = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < rows && col < cols) dest[row * cols + col] = a[row * cols + col] * b[row * cols + col];
+}
+"""
+'''
+SWAPPED_AXES_LAUNCH = '''
+kernel(cuda.Out(dest), cuda.In(a), cuda.In(b), np.int32(rows), np.int32(cols), block=(16, 16, 1),
+       grid=((rows + 15) // 16, (cols + 15) // 16))
+'''
+HOST_PERFORM_REUSED = '''
+product = [None]
+self.perform(node, [np.asarray(x), np.asarray(y)], [product])
+output_storage[0][0] = cuda.to_device(product[0])
+'''
+HALF_GUARDED_ADD_SUB = '''
+ADD_SUB_SOURCE = r"""
+__global__ void add_sub(float *sum, float *diff, const float *x, const float *y, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) sum[i] = x[i] + y[i];
+    diff[i] = x[i] - y[i];
+}
+"""
+'''
+
 # case: (notebook prefix, [(anchor, answer)], {graded cell id: expected reason prefix})
 CASES = {
     "01-running-mean-on-the-host": ("01", [("def make_running_mean(", HOST_RUNNING_MEAN)], {
@@ -155,6 +213,20 @@ CASES = {
     "07-wrong": ("07", [("MATRIX_SOURCE = r", FLAT_KERNEL), ("def multiply_matrix(", FLAT_LAUNCH),
                         ("def gpu_perform(", HOST_GPU_PERFORM), ("ADD_SUB_SOURCE = r", OFF_BY_ONE_ADD_SUB)], {
         "matrix-2d": "failed assertion: shape (20, 10): the kernel launched on a 2-D grid",
+        "op-multiply": "failed assertion: device=sim, shape (4, 5): gpu_perform launched no kernel",
+        "op-add-sub": "error: MemoryAccessError: kernel `add_sub`: out-of-bounds"}),
+    "01-count-not-updated": ("01", [("def make_running_mean(", COUNT_NOT_UPDATED)], {
+        "running-mean": "failed assertion: the compiled step updates total and not count"}),
+    "05-family": ("05", [("def make_trainer(", FLOAT64_WEIGHTS_ONLY), ("def placement(", PLACEMENT_BY_PRINTED_NAME),
+                         ("def stable_xent(", SOFTPLUS_BY_HAND_LOSS)], {
+        "trainer": "failed assertion: these ops compute on the CPU although device='gpu'",
+        "placement": "failed assertion: on a graph whose class names mislead",
+        "stable-loss": "failed assertion: not finite at z = "}),
+    "06-perf-counter-without-sync": ("06", [("def benchmark(", PERF_COUNTER_WITHOUT_SYNC)], {
+        "benchmark": "failed assertion: n="}),
+    "07-family": ("07", [("MATRIX_SOURCE = r", SWAPPED_AXES_KERNEL), ("def multiply_matrix(", SWAPPED_AXES_LAUNCH),
+                         ("def gpu_perform(", HOST_PERFORM_REUSED), ("ADD_SUB_SOURCE = r", HALF_GUARDED_ADD_SUB)], {
+        "matrix-2d": "failed assertion: shape (",
         "op-multiply": "failed assertion: device=sim, shape (4, 5): gpu_perform launched no kernel",
         "op-add-sub": "error: MemoryAccessError: kernel `add_sub`: out-of-bounds"}),
 }
