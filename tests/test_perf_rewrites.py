@@ -234,3 +234,101 @@ def test_gradient_and_printing_of_a_deep_chain_do_not_recurse():
     deepest = max(text.splitlines(), key=lambda line: len(line) - len(line.lstrip(" |")))
     assert text.count("Elemwise") == 1000 and deepest.strip(" |").startswith(("x ", "TensorConstant"))
     assert line.count("exp(") == 334
+
+
+def test_cross_entropy_becomes_one_softplus_and_its_gradient_sigmoid_minus_y():
+    """c*softplus(-z) + (1-c)*softplus(z) -> softplus(z) - c*z before T.grad: the W3 step keeps one
+    softplus, no (1 - y) node, and its gradient kernel is (1/N) * (sigmoid - y): two steps."""
+    train, (xv, yv), w, b = logistic_regression_step()
+    assert any(entry[1] == "logistic_cross_entropy" for entry in train.maker.fgraph.rewrite_log)
+    names = scalar_names(train)
+    assert names.count("log1p") == 1 and names.count("exp") == 1 and "softplus" not in names, names
+    for node in train.toposort():
+        assert not (getattr(node.op, "scalar_op", None) is not None and node.op.scalar_op.name == "sub"
+                    and len(node.inputs) == 2 and node.inputs[1].name == "y"), "1 - y is computed on its own"
+    (grad_kernel,) = [n for n in train.toposort() if isinstance(getattr(n.op, "scalar_op", None), Composite)
+                      and "sigmoid" not in [s[0].name for s in n.op.scalar_op.program]
+                      and any(i.owner is not None and i.owner.op.__class__.__name__ == "Elemwise"
+                              and i.owner.op.scalar_op.name == "sigmoid" for i in n.inputs)]
+    assert [step[0].name for step in grad_kernel.op.scalar_op.program] == ["sub", "mul"]
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_cross_entropy_rewrite_keeps_other_terms_and_values(sign):
+    """Extra terms of the sum survive, the sign is kept, any coefficient c works (not only 0/1),
+    and values match float64 NumPy at extreme z."""
+    z, c, u = T.fvectors("z,c,u")
+    loss = sign * (c * T.softplus(-z) + (1 - c) * T.softplus(z)) + u * 2 - T.exp(u)
+    f = theano.function([z, c, u], [loss, T.grad(loss.sum(), z)])
+    assert any(entry[1] == "logistic_cross_entropy" for entry in f.maker.fgraph.rewrite_log)
+    zv = np.array([-100, -20, -1, 0, 1e-3, 1, 20, 100], "float32")
+    cv = np.array([0, 1, 0.25, 1, 0, 0.5, 1, 0.75], "float32")
+    uv = f32(8, seed=3)
+    loss_v, grad_v = f(zv, cv, uv)
+    z64, c64, u64 = (a.astype("float64") for a in (zv, cv, uv))
+    ref = sign * (c64 * np.logaddexp(0, -z64) + (1 - c64) * np.logaddexp(0, z64)) + u64 * 2 - np.exp(u64)
+    np.testing.assert_allclose(loss_v, ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(grad_v, sign * (1 / (1 + np.exp(-z64)) - c64), atol=1e-6)
+
+
+def test_cross_entropy_keeps_the_digits_of_a_tiny_loss():
+    """softplus(z) - z would round exp(-30) to 0; the specialised order (max(z,0) - c*z) + log1p(exp(-|z|))
+    keeps its relative accuracy for c = 0 and 1, as PyTorch's and TensorFlow's logistic losses do."""
+    z, c = T.fvectors("z,c")
+    f = theano.function([z, c], c * T.softplus(-z) + (1 - c) * T.softplus(z))
+    assert any(entry[1] == "softplus_minus_linear" for entry in f.maker.fgraph.rewrite_log)
+    zv, cv = np.array([30, -30, 17, -17], "float32"), np.array([1, 0, 1, 0], "float32")
+    np.testing.assert_allclose(f(zv, cv), np.logaddexp(0, -np.abs(zv.astype("float64"))), rtol=1e-5)
+
+
+def test_cross_entropy_rewrite_needs_c_and_one_minus_c():
+    """Coefficients that are not c and 1 - c (here y and 1 - t) leave both softplus terms alone."""
+    z, y, t = T.fvectors("z,y,t")
+    f = theano.function([z, y, t], y * T.softplus(-z) + (1 - t) * T.softplus(z))
+    assert not any(entry[1] == "logistic_cross_entropy" for entry in f.maker.fgraph.rewrite_log)
+    zv, yv, tv = f32(5), f32(5, seed=1), f32(5, seed=2)
+    ref = yv * np.logaddexp(0, -zv) + (1 - tv) * np.logaddexp(0, zv)
+    np.testing.assert_allclose(f(zv, yv, tv), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_thunk_with_narrow_inputs_matches_numpy_and_still_checks_shapes():
+    """A scalar given an axis (DimShuffle{x}) and a constant beside two vectors: the fast thunk reads
+    them as 0-d; vectors of different lengths, or a length-1 vector not declared broadcastable, still
+    raise the general path's errors.  allow_gc=False exercises the reused output buffer too."""
+    x, y = T.fvectors("x,y")
+    s = T.fscalar("s")
+    for allow_gc in (True, False):
+        with theano.config.change(allow_gc=allow_gc):
+            f = theano.function([x, y, s], T.maximum(x * s - y, 0.5), mode=theano.Mode("m", ("canonicalize",)))
+        assert sum(t.__code__.co_filename.startswith("<elementwise thunk") for t in f.thunks) == 3
+        xv, yv = f32(6), f32(6, seed=1)
+        for _ in range(2):
+            np.testing.assert_allclose(f(xv, yv, np.float32(1.5)), np.maximum(xv * 1.5 - yv, 0.5), rtol=1e-6)
+        with pytest.raises(ValueError):
+            f(xv, f32(5), np.float32(1.5))
+        with pytest.raises(ValueError, match="broadcastable"):
+            f(xv, f32(1), np.float32(1.5))
+        np.testing.assert_allclose(f(f32(3), f32(3, seed=1), np.float32(2)),
+                                   np.maximum(f32(3) * 2 - f32(3, seed=1), 0.5), rtol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", "sim"])
+def test_a_fused_fill_never_writes_into_a_smaller_temporary(device):
+    """second(v, -s) fused: the kernel may offer the (1,) temporary -s as the result's buffer; the fill
+    must refuse it like a ufunc would (it filled the small buffer and returned shape (1,) before)."""
+    v, s = T.fvector("v"), T.fscalar("s")
+    with theano.config.change(device=device):
+        f = theano.function([v, s], T.second(v, -s.dimshuffle("x")))
+    np.testing.assert_array_equal(f(np.zeros(5, "float32"), np.float32(3)), np.full(5, -3, "float32"))
+
+
+def test_common_factor_only_when_the_products_are_read_once():
+    a, b, c = T.fvectors("a,b,c")
+    mode = theano.Mode("m", ("canonicalize",))
+    f = theano.function([a, b, c], a * b - a * c, mode=mode)
+    assert [n.op.scalar_op.name for n in f.toposort()] == ["sub", "mul"]
+    g = theano.function([a, b, c], [a * b - a * c, a * b], mode=mode)
+    assert [n.op.scalar_op.name for n in g.toposort()].count("mul") == 2
+    av, bv, cv = f32(4), f32(4, seed=1), f32(4, seed=2)
+    np.testing.assert_allclose(f(av, bv, cv), av * (bv - cv), rtol=1e-6)
+    np.testing.assert_allclose(g(av, bv, cv)[0], av * bv - av * cv, rtol=1e-5)

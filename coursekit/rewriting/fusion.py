@@ -37,11 +37,11 @@ class Composite(ScalarOp):
     i-th embedded constant) or ``("tmp", j)`` (the result of step j).
     """
 
-    def __init__(self, program, constants, nin, input_dtypes=None, loop_modes=None):
+    def __init__(self, program, constants, nin, input_dtypes=None, loop_modes=None, zero_d=False):
         self.program, self.constants = tuple(program), tuple(constants)
         self._n_inputs = nin
         self.input_dtypes = tuple(input_dtypes) if input_dtypes is not None else None
-        numba = _numba_wanted()
+        numba = _numba_wanted() and not zero_d  # 0-d chains: NumPy scalar operators beat any kernel call
         # the vector layout of the inputs (numba_kernels.loop_modes); only the numba path uses it
         self.loop_modes = loop_modes if numba and numba_kernels.supports_loop(self, loop_modes) else None
         self._key = ("composite", tuple((op.key(), refs, dtype) for op, refs, dtype in self.program),
@@ -381,7 +381,8 @@ def _build_composite(root, members):
     final = slot[root.outputs[0]]
     program = _live_steps(program, final)
     modes = numba_kernels.loop_modes([v.type for v in inputs], root.outputs[0].type)
-    composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs], modes)
+    composite = Composite(program, constants, len(inputs), [v.type.dtype for v in inputs], modes,
+                          zero_d=root.outputs[0].type.ndim == 0)
     out = Elemwise(composite)(*inputs)
     if out.type != root.outputs[0].type:
         out = cast(out, root.outputs[0].type.dtype) if out.type.dtype != root.outputs[0].type.dtype else out

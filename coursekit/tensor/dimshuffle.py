@@ -96,6 +96,11 @@ class DimShuffle(XpOp):
 
             def thunk():
                 cell[0] = src[0].transpose(perm)
+        elif not self.input_broadcastable:  # a 0-d value given axes: its shape is all ones
+            ones = (1,) * len(self.new_order)
+
+            def thunk():
+                cell[0] = src[0].reshape(ones)
         elif not self.drop and self.perm == tuple(range(len(self.perm))):
             # only inserting broadcastable axes: one reshape
             order = self.new_order

@@ -15,6 +15,7 @@ import numpy as np
 from ..graph import Apply, Constant
 from ..work import elementwise_work
 from .dimshuffle import DimShuffle, pad_left, reduce_to_broadcast  # noqa: F401 (DimShuffle: Theano's path)
+from .elemwise_thunks import fast_thunk, pattern_of
 from .type import TensorType
 from .xpop import XpOp
 
@@ -101,6 +102,9 @@ class Elemwise(XpOp):
                 cell[0] = asarray(scalar_fn(*[c[0][()] for c in ins]))
         else:
             thunk = self._generic_thunk(ins, cell, node, self.scalar_op.impl)
+            kinds = pattern_of(node, ins) if len(ins) > 1 else None
+            if kinds is not None:  # the types sort the inputs out: one shape comparison, narrow ones 0-d
+                thunk = fast_thunk(kinds, self.scalar_op.impl, ins, cell, thunk)
         return thunk
 
     @staticmethod

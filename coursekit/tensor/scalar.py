@@ -140,13 +140,19 @@ def sigmoid_impl(x, out=None):
     rewrites use softplus instead, so the tiny values in the far negative tail
     never need to be accurate in relative terms.
     """
-    out = np.multiply(x, 0.5, out=out)
+    half = _HALF.get(getattr(x, "dtype", None), 0.5)
+    out = np.multiply(x, half, out=out)
     if type(out) is not np.ndarray:  # a 0-d input gives a NumPy scalar
         return 0.5 * np.tanh(out) + 0.5
     np.tanh(out, out=out)
-    out *= 0.5
-    out += 0.5
+    np.multiply(out, half, out=out)
+    np.add(out, half, out=out)
     return out
+
+
+# 0.5 as a 0-d array of the input's float type: the same result as the Python float (which takes the
+# array's type too), but a ufunc call with it costs ~0.3 us less on small arrays (W3)
+_HALF = {np.dtype(t): np.array(0.5, t) for t in ("float16", "float32", "float64")}
 
 
 def softplus_impl(x, out=None):
@@ -178,9 +184,15 @@ def switch_impl(cond, a, b, out=None):
 
 
 def second_impl(a, b, out=None):
-    """``b`` broadcast to the shape of ``a`` (and ``b``): Theano's ``second``."""
+    """``b`` broadcast to the shape of ``a`` (and ``b``): Theano's ``second``.
+
+    Like a ufunc, it refuses an ``out`` of another shape (a fused kernel reusing a smaller
+    temporary counts on that ValueError; ``out[...] = b`` alone would fill the small buffer)."""
+    shape = np.broadcast_shapes(np.shape(a), np.shape(b))
     if out is None:
-        out = np.empty(np.broadcast_shapes(np.shape(a), np.shape(b)), dtype=np.result_type(b))
+        out = np.empty(shape, dtype=np.result_type(b))
+    elif out.shape != shape:
+        raise ValueError(f"second: an output of shape {out.shape} cannot hold the result's shape {shape}")
     out[...] = b
     return out
 
