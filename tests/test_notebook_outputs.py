@@ -68,3 +68,28 @@ def test_the_check_sees_svg_only_pictures_and_inline_svg():
     assert len(problems) == 2
     assert problems[0].startswith("cell 0: an SVG with no PNG") and "<GraphPicture (3 ops, svg)>" in problems[0]
     assert problems[1].startswith("cell 1: HTML that a sanitiser strips ('<svg')")
+
+
+def figures_missing(nb):
+    """Cells that show a matplotlib figure (``plt.show()``) but store no picture of it: the notebook was
+    executed with a non-inline backend (``MPLBACKEND=Agg`` in the shell), so its readers see no plot."""
+    return [f"cell {index}: {cell.source.splitlines()[0][:60]!r}"
+            for index, cell in enumerate(nb.cells)
+            if cell.cell_type == "code" and "plt.show()" in cell.source
+            and not any(output.output_type == "error" for output in cell.outputs)
+            and not any("image/png" in output.get("data", {}) for output in cell.outputs)]
+
+
+@pytest.mark.parametrize("path", STORED, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_figure_a_lesson_shows_is_stored(path):
+    missing = figures_missing(nbformat.read(path, as_version=4))
+    assert not missing, (
+        f"{path.relative_to(ROOT)}: cells show a figure but store none (executed with MPLBACKEND=Agg?); "
+        "re-execute with the inline backend (unset MPLBACKEND):\n" + "\n".join(missing))
+
+
+def test_the_figure_check_sees_a_plot_stored_without_its_picture():
+    figure = new_output("display_data", data={"image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480>"})
+    nb = new_notebook(cells=[new_code_cell("plt.plot([1, 2])\nplt.show()", outputs=[]),
+                             new_code_cell("plt.plot([1, 2])\nplt.show()", outputs=[figure])])
+    assert figures_missing(nb) == ["cell 0: 'plt.plot([1, 2])'"]
