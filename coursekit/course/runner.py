@@ -32,7 +32,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import sandbox
+from . import rungroup, sandbox
 from .check import NONCE_ENV, REPORT_DIR_ENV
 from .outcomes import CellOutcome, NotebookRun, describe_error, read_events, short
 
@@ -99,7 +99,7 @@ def run_notebook(
         report_dir = Path(tmp) / "report"      # the only folder of the run the kernel writes besides its own
         report_dir.mkdir()
         nonce = secrets.token_hex(16)
-        group = sandbox.RunGroup(f"coursekit-{token}", limits, guard.cgroup)
+        group = rungroup.RunGroup(f"coursekit-{token}", limits, guard.cgroup)
         config = {
             "workdir": str(kernel_dir), "ipc_dir": str(ipc_dir), "limits": limits.__dict__,
             "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
@@ -190,11 +190,11 @@ class _Watch:
             threading.Thread(target=self._poll, daemon=True).start()
 
     def pids(self) -> set[int]:
-        return self.group.pids() if self.group.version else sandbox.processes_of_run(self.token, {self.process.pid})
+        return self.group.pids() if self.group.version else rungroup.processes_of_run(self.token, {self.process.pid})
 
     def _poll(self) -> None:
         while not self.stopped.wait(0.25):
-            if sandbox.memory_in_use(self.pids()) > self.limit:
+            if rungroup.memory_in_use(self.pids()) > self.limit:
                 self.over_memory = True
                 self.kill()
                 return
@@ -207,7 +207,7 @@ class _Watch:
             self.group.kill()
             _kill_group(self.process.pid)
             return
-        sandbox.kill_until_gone(self.pids, rounds=5)
+        rungroup.kill_until_gone(self.pids, rounds=5)
 
 
 _LIVE: dict[int, _Watch] = {}  # runner pid -> its watch, for kill_all()
