@@ -102,3 +102,13 @@ def test_code_in_the_kernel_cannot_forge_a_verdict(graded, student):
 def test_the_fixture_reference_is_judged_outside_the_kernel():
     sources = [c.source for c in graded_cells(nbformat.read(FIXTURE, as_version=4))]
     assert sources and all("graded_check(" in s for s in sources)
+
+
+def test_every_graded_cell_of_the_course_is_judged_outside_the_kernel():
+    """A graded cell with plain asserts judges itself in the student's kernel, where it can be fooled."""
+    root = FIXTURE.parents[2]
+    exercises = sorted((root / "exercises").glob("*_exercises.ipynb"))
+    assert len(exercises) >= 9
+    in_kernel = [f"{path.name}: {cell.metadata['coursekit']['id']}" for path in exercises
+                 for cell in graded_cells(nbformat.read(path, as_version=4)) if "graded_check(" not in cell.source]
+    assert not in_kernel, f"graded cells that do not call graded_check: {in_kernel}"
