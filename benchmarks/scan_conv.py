@@ -177,16 +177,16 @@ def save(device, label, load_start, load_end, results):
     """results/<date>-<machine>-scan_conv-<device>.json and .md, with the machine and every version."""
     from _common import git_revision, machine_info, machine_slug, version_of
 
-    machine = machine_info()
+    machine, revision = machine_info(), git_revision()  # the revision before this run's files are written
     versions = {name: version_of(name) for name in ("numpy", "scipy", "pytensor", "numba")}
     stem = f"{time.strftime('%Y-%m-%d')}-{machine_slug(machine)}-scan_conv-{device}"
     out = ROOT / "benchmarks" / "results" / stem
     out.with_suffix(".json").write_text(json.dumps(
         {"device": label, "load": [load_start, load_end], "machine": machine, "versions": versions,
-         "git": git_revision(), "date": time.strftime("%Y-%m-%d %H:%M %Z"), "rows": results}, indent=1) + "\n")
+         "git": revision, "date": time.strftime("%Y-%m-%d %H:%M %Z"), "rows": results}, indent=1) + "\n")
     lines = [f"# scan_conv on {label}", "",
              f"{machine['cpu_model']}, {machine['cores_usable']} cores, {machine['os']}; Python {machine['python']}; "
-             + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + f"; coursekit {git_revision()}; "
+             + ", ".join(f"{k} {v}" for k, v in versions.items() if v) + f"; coursekit {revision}; "
              f"load {load_start[0]:.1f} -> {load_end[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M %Z')}", "",
              "| row | coursekit | baseline | ratio (best, median) | target | verdict |", "|---|---|---|---|---|---|"]
     for r in results:
