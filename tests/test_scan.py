@@ -127,6 +127,9 @@ def test_step_errors_name_the_problem_and_the_line():
                     outputs_info=T.constant(0.0, dtype="float64"))
     with pytest.raises(ScanError, match="taps must be negative"):
         theano.scan(lambda a: a, outputs_info=dict(initial=x, taps=[0]), n_steps=2)
+    with pytest.raises(ScanError, match="output 1 of the step function is 'done' \\(str\\).*tensor variables") as err:
+        theano.scan(lambda v: (v * 2, "done"), sequences=x)
+    assert "test_scan.py" in str(err.value)
     with pytest.raises(ScanError, match="strict=True.*pass it in non_sequences"):
         theano.scan(lambda v: v * x, sequences=x, strict=True)
     x0 = T.dvector("x0")

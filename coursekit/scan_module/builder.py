@@ -9,6 +9,10 @@ here, with messages that say what was wrong and what to write instead.
 """
 from __future__ import annotations
 
+import numbers
+
+import numpy as np
+
 from ..compile.sharedvalue import SharedVariable
 from ..graph import Constant, Variable, clone_replace, format_trace, graph_inputs, user_trace
 from ..tensor import math as M
@@ -141,6 +145,15 @@ def _split_step_result(result, n_declared):
     return outputs, updates, cond
 
 
+def _step_output(k, value, trace):
+    """Output ``k`` of the step as a tensor variable, or an error saying what the step returned instead."""
+    if isinstance(value, (Variable, numbers.Number, np.ndarray, np.generic)):
+        return as_tensor_variable(value)
+    raise ScanError(f"scan: output {k} of the step function is {value!r} ({type(value).__name__}); a step returns "
+                    "tensor variables (or numbers), an updates dict and scan_module.until(condition), in a tuple or "
+                    f"a list. Called at {format_trace(trace)}")
+
+
 def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None, truncate_gradient=-1,
          go_backwards=False, mode=None, name=None, profile=False, allow_gc=None, strict=False,
          return_list=False):
@@ -161,7 +174,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     _check_arity(fn, args, len(seq_inner), sum(len(spec[2]) for spec in out_specs), len(nonseq_inner), trace)
     result = fn(*args)
     outputs, updates, cond = _split_step_result(result, len(out_specs))
-    outputs = [as_tensor_variable(o) for o in outputs]
+    outputs = [_step_output(k, o, trace) for k, o in enumerate(outputs)]
     if outputs_info is None:
         out_specs = [((), None, [], None)] * len(outputs)
     elif len(outputs) != len(out_specs):
