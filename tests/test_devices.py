@@ -274,9 +274,13 @@ def run_script(name, flags):
     return out.stdout
 
 
+REAL_GPU = [pytest.mark.gpu, pytest.mark.skipif(not devices.gpu_available(), reason="needs a real GPU")]
+
+
 @pytest.mark.parametrize("script", ["check1.py", "check2.py", "check3.py"])
 @pytest.mark.parametrize("device, expected", [("cpu", "Used the cpu"), ("sim", "Used the gpu"),
-                                              ("gpu", "Used the gpu")])
+                                              ("gpu", "Used the gpu"),  # the real GPU where there is one
+                                              pytest.param("cuda", "Used the gpu", marks=REAL_GPU)])
 def test_tutorial_exp_scripts(script, device, expected):
     out = run_script(script, f"device={device},floatX=float32")
     assert expected in out

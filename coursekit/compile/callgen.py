@@ -32,7 +32,7 @@ class CallPlan:
     input_cells: list
     input_types: list
     thunks: list
-    outputs: list        # (cell, must_copy, as_array) per output
+    outputs: list        # (cell, must_copy, as_array, hand_out: None or a callable) per output
     updates: list        # (shared cell, value cell, must_copy, as_array) per update
     release_cells: list  # cells emptied once the results are read (their buffers are handed out)
     gc_cells: list       # intermediate buffers freed after the call (empty when allow_gc is off)
@@ -68,11 +68,14 @@ def generate_call(plan):
     lines += _thunk_lines(ns, plan, hooks, clear_gc)
     # read every output and update value first, then empty cells: the same buffer may be read twice
     results, values, clears = [], [], []
-    for k, (cell, must_copy, as_array) in enumerate(plan.outputs):
+    for k, (cell, must_copy, as_array, hand_out) in enumerate(plan.outputs):
         ns[f"o{k}"] = cell
         lines.append(f"    r{k} = o{k}[0]" + (".copy()" if must_copy else ""))
         if as_array:
             lines.append(f"    if not isinstance(r{k}, ndarray): r{k} = asarray(r{k})")
+        if hand_out is not None:  # a real GPU's result becomes a handle (devices/handles.py)
+            ns[f"handle{k}"] = hand_out
+            lines.append(f"    r{k} = handle{k}(r{k})")
         results.append(f"r{k}")
     for k, (target, cell, must_copy, as_array) in enumerate(plan.updates):
         ns[f"s{k}"], ns[f"u{k}"] = target, cell

@@ -100,9 +100,10 @@ class Function:
         self.input_specs = ins
         self._n_inputs = len(ins)
         outputs, values, self._release_cells, self.gc_cells = plan_results(fgraph, outs, storage, self.allow_gc)
-        # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay as they are
-        self.output_plan = [(cell, copy, type(v.type) is TensorType and v.type.ndim == 0)
-                            for (cell, copy), v in zip(outputs, out_vars)]
+        # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay on their
+        # device, handed out as that device says (on a real GPU: handles that numpy.asarray copies home)
+        self.output_plan = [(cell, copy, type(v.type) is TensorType and v.type.ndim == 0,
+                             _handing_out(v.type, o.borrow)) for (cell, copy), v, o in zip(outputs, out_vars, outs)]
         self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type))
                             for (target, _), (cell, copy) in zip(updates, values)]
         # allow_gc: free each buffer right after its last reader (which may compute into it), not at the end
@@ -242,6 +243,13 @@ def _verbose_detail(node):
     from ..printing import debugprint
 
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
+
+
+def _handing_out(ttype, borrowed):
+    """None (the output is returned as it is: host values, the simulated GPU's) or the callable that turns
+    the output buffer into what the caller gets (a real GPU's handles: ``Device.output_handle``)."""
+    device = getattr(ttype, "device", None)  # a GpuArrayType names the Device whose memory holds its values
+    return None if device is None else device.output_handle(borrowed)
 
 
 def _as_array(ttype):

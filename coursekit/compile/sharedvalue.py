@@ -61,12 +61,16 @@ class SharedVariable(Variable):
         """The current value: a copy unless ``borrow=True``.
 
         On a GPU device the value lives in device memory; you get a host copy
-        unless ``return_internal_type=True`` (then the device array itself).
+        unless ``return_internal_type=True``: then the device array itself
+        (``borrow=True``) or a device copy, as the device hands arrays out (on a
+        real GPU a handle, whose ``numpy.asarray`` is a host copy as in Theano).
         """
         value = self.container.storage[0]
         if not isinstance(value, np.ndarray):  # a device array
             if return_internal_type:
-                return value if borrow else value.copy()
+                device = getattr(self.type, "device", None)  # a GpuArrayType names the Device holding the value
+                value = value if borrow else value.copy()
+                return value if device is None else device.handle(value)
             return value.get()  # always a host copy
         return value if borrow else value.copy()
 

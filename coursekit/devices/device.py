@@ -4,7 +4,9 @@ Everything that differs between devices is answered here, and only here:
 
 ==========================  =====================================================
 memory                      ``empty zeros to_device to_host is_device_array``,
-                            ``wrap``/``unwrap`` (device array <-> ``xp`` array)
+                            ``wrap``/``unwrap`` (device array <-> ``xp`` array),
+                            ``output_handle``/``handle`` (what a function hands
+                            its caller: see :mod:`.handles`)
 array module                ``xp``: NumPy (``cpu``, ``sim``) or CuPy (``cuda:N``)
 kernels                     ``elementwise(scalar_op, in_dtypes, out_dtype)``: NumPy
                             ufuncs, or ONE generated CUDA kernel on a real GPU;
@@ -33,6 +35,7 @@ import numpy as np
 
 from ..config import config
 from ..graph import warn_at_user_line
+from .handles import handing_out, handle_class
 from .simarray import DEVICE_LABEL, SimArray
 from .types import GpuArrayType
 
@@ -105,6 +108,15 @@ class Device:
     def unwrap(self, value):
         """This device's array -> the ``xp`` array a kernel computes on."""
         return value
+
+    def output_handle(self, borrowed):
+        """How a compiled function turns this device's output buffers into what it returns: ``None`` when it
+        returns them as they are (everywhere but a real GPU), else a callable (``borrowed``: Out(borrow=True))."""
+        return None
+
+    def handle(self, array):
+        """A device array as the caller gets it (``get_value(return_internal_type=True)``)."""
+        return array
 
     def empty(self, shape, dtype):
         return self.wrap(self.xp.empty(shape, dtype))
@@ -224,10 +236,18 @@ class CudaDevice(GPUDevice):
         self.card = gpu_name.decode() if isinstance(gpu_name, bytes) else str(gpu_name)  # a calibrated preset's key
         self.label = f"GPU {index}: {self.card} (CuPy)"
         self.array_type = cupy.ndarray
+        self.handle_class = handle_class(cupy.ndarray)  # numpy.asarray(result) copies home, as in Theano
         self._kernels = {}
 
     def is_device_array(self, value):
         return isinstance(value, self.cupy.ndarray) and value.device.id == self.index
+
+    def output_handle(self, borrowed):
+        """Results leave a function as handles (:mod:`.handles`): ``numpy.asarray(r)`` is a host copy."""
+        return handing_out(self.handle_class, borrowed)
+
+    def handle(self, array):
+        return array.view(self.handle_class)
 
     def empty(self, shape, dtype):
         with self.cupy.cuda.Device(self.index):
@@ -238,6 +258,9 @@ class CudaDevice(GPUDevice):
             return self.cupy.zeros(shape, dtype)
 
     def to_device(self, host, out=None):
+        if isinstance(host, self.cupy.ndarray):  # numpy.asarray of a handle would copy it home and back
+            raise TypeError(f"to_device: the value is already in {self.label} memory; use it as it is, "
+                            "or .copy() it")
         host = np.asarray(host)
         if fits(out, host, self.cupy.ndarray):
             out.set(host)

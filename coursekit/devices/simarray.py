@@ -9,8 +9,8 @@ touches, but it is not an ``ndarray``:
 * ``numpy.asarray(sim_array)`` is that same explicit copy, as it was for
   Theano's ``CudaNdarray`` (the tutorial's ``check2.py`` prints its result
   this way).  It happens outside any compiled function, so no function's
-  profile counts it as its transfer.  CuPy refuses it on a real GPU: ``.get()``
-  is the spelling that works on both;
+  profile counts it as its transfer.  On a real GPU a function's results are
+  CuPy arrays that do the same (:mod:`coursekit.devices.handles`);
 * NumPy arithmetic between a ``SimArray`` and a host array is refused, and so
   is a coursekit function given one where it expects host data: those are
   host/device mix-ups, and they fail loudly.
@@ -114,6 +114,10 @@ class SimArray:
         return int(self._buf.reshape(()))
 
 
+# modules whose array classes hold GPU memory: CuPy's, and the handles a function returns on a real GPU
+_GPU_ARRAY_MODULES = ("cupy", "coursekit.devices.handles")
+
+
 def is_device_array(value) -> bool:
     """True for device memory: a simulated-GPU array or a CuPy array (checked without importing CuPy)."""
-    return isinstance(value, SimArray) or type(value).__module__.startswith("cupy")
+    return isinstance(value, SimArray) or type(value).__module__.startswith(_GPU_ARRAY_MODULES)
