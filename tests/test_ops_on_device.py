@@ -1,12 +1,15 @@
 """Ops written once against ``xp`` run on a GPU device (issue 12): advanced indexing, sort, ifelse,
 set/inc_subtensor on slices, join, tile, repeat and specify_shape.  Their GPU twins are made by
 ``gpu_twin`` and placed from their declarations.  Values match NumPy on ``cpu`` and ``sim``, gradients are
-checked, and on ``sim`` the compiled graph keeps these ops on the device."""
+checked, and on ``sim`` (and a real GPU, where CuPy sees one) the compiled graph keeps these ops on the device."""
+import warnings
+
 import numpy as np
 import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
+from coursekit import devices
 from coursekit.devices.gpu_ops import GpuOp
 from coursekit.gradient import verify_grad
 from coursekit.ifelse import ifelse
@@ -17,13 +20,25 @@ HOST_ONLY_BEFORE = {"AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubten
                     "Repeat", "RepeatGrad", "SpecifyShape"}
 
 
+DEVICES = ["cpu", "sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available() else [])
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    """cpu, the simulated GPU and, on a machine with one, the real GPU (CuPy's code paths)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with theano.config.change(device=request.param):
+            yield request.param
+
+
 def op_names(f):
     return [type(n.op).__name__ for n in f.toposort()]
 
 
-def assert_on_device_when_sim(f, device, expected):
+def assert_on_device_unless_cpu(f, device, expected):
     names = op_names(f)
-    if device == "sim":
+    if device != "cpu":
         assert not HOST_ONLY_BEFORE & set(names), f"left on the host: {names}"
         assert set(expected) <= set(names), names
         assert all(isinstance(n.op, GpuOp) for n in f.toposort() if type(n.op).__name__ in expected)
@@ -57,7 +72,7 @@ def test_advanced_indexing_values_and_gradients(device):
     np.add.at(ref_grad, (np.arange(6), yv), np.sign(ref_picked) / (np.abs(ref_picked) + 1))
     np.add.at(ref_grad, rows, wv[rows])
     np.testing.assert_allclose(got[5], ref_grad, rtol=1e-5)
-    assert_on_device_when_sim(f, device, {"GpuAdvancedSubtensor", "GpuAdvancedIncSubtensor",
+    assert_on_device_unless_cpu(f, device, {"GpuAdvancedSubtensor", "GpuAdvancedIncSubtensor",
                                           "GpuAdvancedSubtensor1", "GpuAdvancedIncSubtensor1"})
 
 
@@ -84,7 +99,7 @@ def test_sort_argsort_and_gradients_of_every_order(device):
     np.testing.assert_array_equal(got[1], np.argsort(xv, axis=None, kind="stable"))
     np.testing.assert_allclose(got[2], 3 * xv ** 2 * w_at, rtol=1e-5)
     np.testing.assert_allclose(got[3], 6 * xv * w_at * wv, rtol=1e-5)
-    assert_on_device_when_sim(f, device, {"GpuSort", "GpuArgSort", "GpuUnsortGrad", "GpuSortLike"})
+    assert_on_device_unless_cpu(f, device, {"GpuSort", "GpuArgSort", "GpuUnsortGrad", "GpuSortLike"})
 
 
 def test_second_order_sort_gradients_against_finite_differences():
@@ -106,10 +121,10 @@ def test_ifelse_runs_only_the_chosen_branch_on_the_device(device):
     np.testing.assert_allclose(g1, 8 * np.exp(2 * xv), rtol=1e-5)
     np.testing.assert_allclose(z2, yv.sum() * yv, rtol=1e-6)
     np.testing.assert_array_equal(g2, 0)
-    assert_on_device_when_sim(f, device, {"GpuIfElse"})
-    if device == "sim":
+    assert_on_device_unless_cpu(f, device, {"GpuIfElse"})
+    if device != "cpu":
         node = [n for n in f.toposort() if type(n.op).__name__ == "GpuIfElse"][0]
-        then_fn, else_fn = node.op.cpu_op.device_fns["sim"]
+        (then_fn, else_fn), = node.op.cpu_op.device_fns.values()
         assert "GpuElemwise" in op_names(then_fn) and "HostFromGpu" not in op_names(then_fn)
         assert "GpuCAReduce" in op_names(else_fn) and "Elemwise" not in op_names(else_fn)
 
@@ -146,7 +161,7 @@ def test_slices_set_and_joins_tiles_repeats_on_the_device(device):
     gy[:3] += w_inc[:, 0]
     np.testing.assert_allclose(got[-2], gx, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got[-1], gy, rtol=1e-5, atol=1e-6)
-    assert_on_device_when_sim(f, device, {"GpuIncSubtensor", "GpuJoin", "GpuTile", "GpuTileGrad", "GpuRepeat",
+    assert_on_device_unless_cpu(f, device, {"GpuIncSubtensor", "GpuJoin", "GpuTile", "GpuTileGrad", "GpuRepeat",
                                           "GpuRepeatGrad", "GpuSpecifyShape"})
 
 
@@ -164,5 +179,5 @@ def test_second_order_gradients_of_conv_and_max_pool_on_the_device(device):
     with theano.config.change(device="cpu"):
         expected = theano.function([x, w], T.grad(T.sum(gx ** 2), w))(xv, wv)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
-    assert_on_device_when_sim(f, device, {"GpuConv2d", "GpuConv2dGradInput", "GpuConv2dGradWeights", "GpuPoolGrad",
+    assert_on_device_unless_cpu(f, device, {"GpuConv2d", "GpuConv2dGradInput", "GpuConv2dGradWeights", "GpuPoolGrad",
                                           "GpuMaxPoolGradGrad"})

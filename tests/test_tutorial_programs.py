@@ -3,7 +3,7 @@
 Each is the tutorial's structure in Theano's own idiom (shared datasets,
 minibatches through ``givens``, ``T.arange`` indexing, random streams,
 ``scan`` loops, conv + pool layers), run on ``cpu`` and on the simulated
-GPU.  Where a NumPy reference is short, the first step is compared with it;
+GPU (and on a real GPU where CuPy sees one).  Where a NumPy reference is short, the first step is compared with it;
 everywhere, training must lower the cost.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
+from coursekit import devices
 from coursekit.sandbox.rng_mrg import MRG_RandomStreams
 from coursekit.tensor.shared_randomstreams import RandomStreams
 from coursekit.tensor.signal import pool
@@ -22,7 +23,8 @@ from coursekit.tensor.signal import pool
 floatX = "float32"
 
 
-@pytest.fixture(params=["cpu", "sim"])
+@pytest.fixture(params=["cpu", "sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available()
+                                         else []))
 def device(request):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
