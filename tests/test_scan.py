@@ -287,3 +287,30 @@ def test_a_profiled_loop_whose_step_has_no_ops_runs():
         np.testing.assert_array_equal(f(value), value)
     (loop,) = f.profile.loop_rows()
     assert loop["steps"] == 10 and loop["rows"] == [] and loop["step_time"] == 0.0
+
+
+def test_a_loop_on_the_gpu_device_moves_nothing_between_host_and_device():
+    """The number of steps is read from the sequence's shape on the host (Shape_i) and is a host input of the
+    loop, so a loop over device values needs no transfer at all (it was 2 per call: the shape up, the length
+    back down)."""
+    rng = np.random.default_rng(15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with theano.config.change(device="sim", floatX="float32"):
+            xs = theano.shared(rng.standard_normal((9, 4)).astype("float32"), name="x")
+            W, U = (theano.shared(rng.standard_normal((4, 4)).astype("float32"), name=n) for n in "WU")
+            h0, h_last = (theano.shared(np.zeros(4, "float32"), name=n) for n in ("h0", "h_last"))
+            hs, _ = theano.scan(lambda x_t, h, W, U: T.tanh(T.dot(x_t, W) + T.dot(h, U)), sequences=xs,
+                                outputs_info=h0, non_sequences=[W, U])
+            f = theano.function([], [], updates=[(h_last, hs[-1])], profile=True)
+    nodes = f.toposort()
+    assert not [n for n in nodes if n.op.is_transfer]
+    (loop,) = [n for n in nodes if "Scan" in str(n.op)]
+    assert loop.op.device == "gpu" and str(loop.inputs[0].owner.op) == "Shape_i{0}"
+    for _ in range(3):
+        f()
+    assert f.profile.device_split()["transfer"]["count"] == 0
+    h = np.zeros(4, "float32")
+    for x_t in xs.get_value():
+        h = np.tanh(x_t @ W.get_value() + h @ U.get_value())
+    np.testing.assert_allclose(h_last.get_value(), h, rtol=1e-5, atol=1e-6)

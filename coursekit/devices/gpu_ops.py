@@ -145,7 +145,8 @@ class GpuCustomOp(GpuOp):
 
     * ``gpu_perform(node, inputs, output_storage)`` -- inputs are C-contiguous
       device arrays (a transposed or sliced input is copied first: kernels
-      index memory linearly);
+      index memory linearly), except those whose positions the op lists in
+      ``host_inputs``, which stay host values;
       store device arrays in ``output_storage[i][0]`` (allocate them with
       ``coursekit.cuda.empty``), typically after launching a kernel from
       ``coursekit.cuda.SourceModule``;
@@ -160,7 +161,9 @@ class GpuCustomOp(GpuOp):
         return f"Gpu{self.cpu_op}"
 
     def host_input(self, position, var):
-        return False  # a custom kernel gets every input in device memory
+        """Every input in device memory, unless the op lists the position in ``host_inputs`` (a loop's
+        number of steps, say, which its Python driver reads: uploading it would only bring it back)."""
+        return position in getattr(self.cpu_op, "host_inputs", ())
 
     def make_thunk(self, node, storage_map):
         if hasattr(self.cpu_op, "make_gpu_thunk"):

@@ -16,6 +16,7 @@ import numpy as np
 from ..compile.sharedvalue import SharedVariable
 from ..graph import Constant, Variable, clone_replace, format_trace, graph_inputs, user_trace
 from ..tensor import math as M
+from ..tensor.shape import ShapeI
 from ..tensor.type import TensorType
 from ..tensor.var import as_tensor_variable
 from .op import Scan, ScanInfo
@@ -72,7 +73,8 @@ def _normalize_sequences(sequences, go_backwards):
             seq = seq[::-1]
         lo, hi = min(taps), max(taps)
         span = hi - lo
-        length = seq.shape[0] - span if span else seq.shape[0]
+        rows = ShapeI(0)(seq)  # read on the host, also for a device array: the loop's driver needs it there
+        length = rows - span if span else rows
         lengths.append(length)
         for tap in taps:
             start = tap - lo

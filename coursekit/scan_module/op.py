@@ -85,6 +85,7 @@ class Scan(Op):
 
     __props__ = ("uid",)
     fold_constants = False
+    host_inputs = (0,)  # n_steps: the loop's Python driver reads it, so on a GPU device it stays on the host
     # set by a profiler while this loop runs in a profiled call: a function giving, for the inner function
     # about to run, a linker hook that sees every step (see steps.hooked_caller); None otherwise
     step_hook = None
@@ -178,7 +179,8 @@ class Scan(Op):
 
     def gpu_perform(self, node, inputs, output_storage):
         """The loop on a GPU device (placement wraps the op when its data fits the device): buffers,
-        state and every step stay in device memory; only n_steps and the stop condition are read back."""
+        state and every step stay in device memory; n_steps is a host input, and only the stop condition
+        (``until``) is read back, once per step."""
         device = current()
         backend = getattr(device, "backend", None) or device
         fn = self.compile_inner_on_device()

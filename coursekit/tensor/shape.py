@@ -28,6 +28,38 @@ class Shape(Op):
         return [None]
 
 
+class ShapeI(Op):
+    """``x.shape[i]`` as an int64 scalar, read from the shape alone.
+
+    ``Subtensor{i}(Shape(x))`` computes the same, but its Subtensor is an ordinary op that placement
+    may move to a GPU device; a value the host needs (a loop's number of steps) would then go to the
+    device and back on every call.  This op has no GPU twin and reads device arrays in place.
+    """
+
+    __props__ = ("i",)
+    shape_only = True
+
+    def __init__(self, i):
+        self.i = i
+
+    def __str__(self):
+        return f"Shape_i{{{self.i}}}"
+
+    def make_node(self, x):
+        from .var import as_tensor_variable
+
+        x = as_tensor_variable(x)
+        if not 0 <= self.i < x.type.ndim:
+            raise ValueError(f"Shape_i{{{self.i}}}: {x} has {x.type.ndim} dimension(s)")
+        return Apply(self, [x], [TensorType("int64", ()).make_variable()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.asarray(inputs[0].shape[self.i], dtype="int64")
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]
+
+
 class MakeVector(Op):
     """Stack scalars into a vector (``T.stack([a, b])`` of scalars)."""
 
