@@ -4,7 +4,8 @@ Each graded cell of ``solutions/09_inside_the_compiler_solutions.ipynb`` is run 
 process, after the notebook's setup cell and one answer: plausible wrong answers (a rewrite that
 changes values, one that never fires, one that rewrites too much; a gradient with a sign error or
 without the chain rule, a value that overflows; a tiled kernel without the barrier, with an
-off-by-one at the edge, that drops the last partial tile, or without tiles at all) must fail, and
+off-by-one at the edge, that drops the last partial tile, without tiles at all, or that fills the
+tiles and then reads A and B from global memory in its loop anyway) must fail, and
 correct answers written differently from the solution must pass.  Each answer is judged twice, as
 in a grading run: by the cell itself (what the student sees in JupyterLab) and by the grader's judge
 (:func:`coursekit.course.judge.judge_cells`), which runs the cell's source again in a namespace that
@@ -203,12 +204,28 @@ __global__ void matmul_tiled(float *C, const float *A, const float *B, int M, in
 """'''
 
 
+SHARED_PRODUCT = "            acc += A_tile[ty][k] * B_tile[k][tx];"
+assert SHARED_PRODUCT in KERNEL, "the solution changed: update the variants below"
+# The tiles are declared and filled, the barriers are there, but the multiply-adds read global memory:
+# right values, no race, 2048 bytes of __shared__ -- and the naive kernel's 2*M*N*K reads.
+GLOBAL_IN_THE_LOOP = KERNEL.replace(
+    "for (int k = 0; k < TILE; ++k)\n" + SHARED_PRODUCT,
+    "for (int k = t * TILE; k < t * TILE + TILE && k < K; ++k)\n"
+    "            acc += (row < M && col < N) ? A[row * K + k] * B[k * N + col] : 0.0f;")
+# Half the work: A from its tile, B straight from global memory.
+B_FROM_GLOBAL = KERNEL.replace(
+    SHARED_PRODUCT, "            if (t * TILE + k < K && col < N) acc += A_tile[ty][k] * B[(t * TILE + k) * N + col];")
+
+
 @pytest.mark.parametrize("answer, message", [
     (KERNEL.replace(SECOND_BARRIER, SECOND_BARRIER.rsplit("\n", 1)[0]), "order the threads run in"),
     (KERNEL.replace("a_col < K", "a_col <= K"), "outside the matrices"),
     (KERNEL.replace("t < (K + TILE - 1) / TILE", "t < K / TILE"), "elements are wrong"),
-    (NAIVE, "__shared__ memory"),
-], ids=["missing-barrier", "off-by-one-at-the-edge", "drops-the-last-tile", "not-tiled"])
+    (NAIVE, r"read 48,285 floats from A and 48,285 from B .*no __shared__ memory in use"),
+    (GLOBAL_IN_THE_LOOP, r"read 48,285 floats from A and 48,285 from B .* Allowed: at most 13,098"),
+    (B_FROM_GLOBAL, r"read 3,330 floats from A and 51,504 from B .* \(1024 bytes of __shared__ memory in use\)"),
+], ids=["missing-barrier", "off-by-one-at-the-edge", "drops-the-last-tile", "not-tiled", "global-reads-in-the-loop",
+        "b-from-global"])
 def test_wrong_kernels_fail(run, answer, message):
     assert answer != KERNEL
     with pytest.raises(AssertionError, match=message):
@@ -235,6 +252,61 @@ __global__ void matmul_tiled(float *C, const float *A, const float *B, int M, in
     }
     if (r >= M || c >= N) return;
     C[r * N + c] = sum;
+}
+"""'''
+    run(answer, "tiled-matmul")
+
+
+# K-steps of 8 and 32 with the prescribed 16x16 block: tiles of 16x8 and 8x16 floats (1024 bytes; half
+# the threads load), or 16x32 and 32x16 (4096 bytes; every thread loads two elements of each).
+K_STEP = '''TILED_SOURCE = r"""
+#define STEP {step}
+__global__ void matmul_tiled(float *C, const float *A, const float *B, int M, int N, int K)
+{{
+    __shared__ float As[16][STEP], Bs[STEP][16];
+    const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += STEP) {{
+        for (int j = threadIdx.x; j < STEP; j += 16)
+            As[threadIdx.y][j] = (row < M && k0 + j < K) ? A[row * K + k0 + j] : 0.0f;
+        for (int j = threadIdx.y; j < STEP; j += 16)
+            Bs[j][threadIdx.x] = (k0 + j < K && col < N) ? B[(k0 + j) * N + col] : 0.0f;
+        __syncthreads();
+        for (int j = 0; j < STEP; ++j)
+            acc += As[threadIdx.y][j] * Bs[j][threadIdx.x];
+        __syncthreads();
+    }}
+    if (row < M && col < N) C[row * N + col] = acc;
+}}
+"""'''
+
+
+@pytest.mark.parametrize("step", [8, 32])
+def test_a_kernel_that_steps_along_k_by_another_tile_width_passes(run, step):
+    run(K_STEP.format(step=step), "tiled-matmul")
+
+
+def test_a_kernel_that_loads_whole_tiles_past_the_edges_passes(run):
+    """Clamped loads: every thread of an edge block reads a real element and zeroes what lies outside,
+    so it reads more than the ideal count (9,216 floats where 6,549 would do for 45x37x29) and passes."""
+    answer = '''TILED_SOURCE = r"""
+__global__ void matmul_tiled(float *C, const float *A, const float *B, int M, int N, int K)
+{
+    __shared__ float As[16][16], Bs[16][16];
+    const int row = blockIdx.y * 16 + threadIdx.y, col = blockIdx.x * 16 + threadIdx.x;
+    const int r = min(row, M - 1), c = min(col, N - 1);
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        const int ka = min(k0 + (int)threadIdx.x, K - 1), kb = min(k0 + (int)threadIdx.y, K - 1);
+        const float a = A[r * K + ka], b = B[kb * N + c];
+        As[threadIdx.y][threadIdx.x] = k0 + (int)threadIdx.x < K && row < M ? a : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = k0 + (int)threadIdx.y < K && col < N ? b : 0.0f;
+        __syncthreads();
+        for (int j = 0; j < 16; ++j)
+            acc += As[threadIdx.y][j] * Bs[j][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
 }
 """'''
     run(answer, "tiled-matmul")

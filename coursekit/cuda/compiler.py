@@ -29,7 +29,7 @@ from .errors import BackendUnavailableError, CompileError
 from .source import SOURCE_NAME, emulator_translation_unit, source_line
 
 PKG_DIR = Path(__file__).resolve().parent
-RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp")
+RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp", "ck_count.cpp")
 NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
 # -fstack-clash-protection: a frame bigger than a page touches each page on the
 # way down, so a kernel with huge locals hits its fiber's guard page instead of
@@ -41,6 +41,8 @@ CXXFLAGS = ["-std=c++17", "-fPIC", "-w", "-fno-strict-aliasing", "-fstack-clash-
 FAST_FLAGS = ["-O2", "-g1"]
 LIBS = ["-ldl", "-lrt", "-lpthread"]   # dladdr, timer_create, pthread_kill (part of libc on glibc >= 2.34)
 ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
+# count_reads: the student's code gets ThreadSanitizer's load hooks, served by ck_count.cpp (not libtsan)
+COUNT_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
 
 #: how many times each tool really ran in this process (the cache tests read it)
 stats = {"gxx": 0, "nvcc": 0, "asan": 0}
@@ -222,8 +224,12 @@ def _build_object(name: str, flags: list) -> Path:
     return out
 
 
-def build(src: str, options, entries, *, asan=False, check_nvcc=True):
+def build(src: str, options, entries, *, asan=False, check_nvcc=True, count_reads=False):
     """Build the emulator library (or, with asan, the checked-mode executable).
+
+    ``count_reads``: a library whose kernels count the bytes they load from each
+    array argument (see ck_count.cpp): the translation unit is compiled with
+    g++'s ThreadSanitizer hooks, then linked with ck_count.cpp instead of libtsan.
 
     Returns ``(path, nvcc_verdict)``.  nvcc (if present) runs concurrently with
     g++; its rejection is reported first because it is what a GPU would say.
@@ -232,7 +238,8 @@ def build(src: str, options, entries, *, asan=False, check_nvcc=True):
     tu = emulator_translation_unit(src, entries)
     flags = ASAN_FLAGS if asan else FAST_FLAGS
     hopts = host_options(options)
-    key = _key("asan" if asan else "so", tu, tuple(hopts), tuple(flags), _runtime_digest(), _tool_version(cxx()))
+    flavour = "asan" if asan else "count" if count_reads else "so"
+    key = _key(flavour, tu, tuple(hopts), tuple(flags), _runtime_digest(), _tool_version(cxx()))
     out = cache_dir() / (f"{key}.asan" if asan else f"{key}.so")
     started = _nvcc_start(src, options) if check_nvcc else None
     log, ok = "", True
@@ -245,15 +252,24 @@ def build(src: str, options, entries, *, asan=False, check_nvcc=True):
             driver = _build_object("ck_driver.cpp", flags)
             cmd = [cxx(), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver), "-o", str(tmp), *LIBS]
             stats["asan"] += 1
+        elif count_reads:
+            counted = cpp.with_suffix(".o")
+            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, *COUNT_FLAGS, "-c", str(cpp), "-o", str(counted)]
+            link = [cxx(), *CXXFLAGS, *flags, "-shared", "-Wl,-Bsymbolic", str(counted), str(runtime),
+                    str(_build_object("ck_count.cpp", flags)), "-o", str(tmp), *LIBS]
+            stats["gxx"] += 1
         else:
             cmd = [cxx(), *CXXFLAGS, *flags, *hopts, "-shared", "-Wl,-Bsymbolic", str(cpp), str(runtime),
                    "-o", str(tmp), *LIBS]
             stats["gxx"] += 1
         r = _run(cmd)
+        if count_reads and r.returncode == 0:
+            r = _run(link)
         ok, log = r.returncode == 0, r.stderr
         if ok:
             os.replace(tmp, out)
         cpp.unlink(missing_ok=True)
+        cpp.with_suffix(".o").unlink(missing_ok=True)
     verdict = _nvcc_finish(started)
     if verdict is not None and not verdict["ok"]:
         raise compile_error(f"nvcc -arch={NVCC_ARCH}, the CUDA compiler a GPU would use", verdict["log"], src)

@@ -117,6 +117,7 @@ class EmulatorLibrary:
         self.lib.ck_static_shared_bytes.restype = ctypes.c_size_t
         self.lib.ck_switch_kind.restype = ctypes.c_char_p
         self.static_shared = int(self.lib.ck_static_shared_bytes())
+        self.counts_reads = hasattr(self.lib, "ck_count_watch")     # built with count_reads=True
 
     def entry(self, index):
         return ctypes.cast(getattr(self.lib, f"__ck_entry_{index}"), ctypes.c_void_p).value
@@ -137,6 +138,7 @@ class EmulatorKernel:
         self._static = None
         self.last_timeout = faults.DEFAULT_TIMEOUT_S     # watchdog of the latest launch (for its message)
         self._pool = {}                                  # guarded In/Out buffers for reuse (see _scratch)
+        self.bytes_read = None       # count_reads modules: {argument name: bytes loaded} of the latest launch
 
     def __repr__(self):
         return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
@@ -153,6 +155,10 @@ class EmulatorKernel:
         pooled = []                                      # (key, buffer) to give back to self._pool
         slots, arrays, copy_back = self._marshal(args, pooled)
         level = self.module.check if check is None else check_level(check)
+        if level in (True, "memory") and self.module.count_reads:
+            raise ValueError(f"kernel {self.name}: a module built with count_reads=True counts loads in this "
+                             f"process; launch it with check=False or check='races' (check={check!r} asked for the "
+                             f"AddressSanitizer subprocess), and check bounds with a module built without it")
         self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
         start = time.perf_counter()
         try:
@@ -251,8 +257,12 @@ class EmulatorKernel:
             if kib != lib.stack_kib:
                 lib.lib.ck_set_stack_kib(kib)
                 lib.stack_kib = kib
+            if lib.counts_reads:
+                _watch(lib, arrays)
             rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b,
                             1 if on_main else 0, self.last_timeout)
+            if lib.counts_reads:
+                self.bytes_read = _counted(lib, arrays)
             out = lib.lib.ck_printf_output() if rc else None
             err = lib.lib.ck_last_error() if rc < 0 else None
             truncated = rc and lib.lib.ck_printf_truncated()
@@ -289,6 +299,23 @@ def _address(buf) -> bytes:
         return ctypes.addressof(ctypes.c_char.from_buffer(buf)).to_bytes(8, "little")
     except (TypeError, ValueError):     # read-only or empty buffer
         return buf.ctypes.data.to_bytes(8, "little")
+
+
+def _watch(lib, arrays):
+    """Tell a count_reads library the address range of each array argument, its counts at zero."""
+    ranges = []
+    for _, buf, _ in arrays:
+        start = int.from_bytes(_address(buf), "little")
+        ranges += [start, start + buf.nbytes]
+    if lib.lib.ck_count_watch(len(arrays), (ctypes.c_uint64 * len(ranges))(*ranges)) != 0:
+        raise ValueError(f"count_reads: at most 64 array arguments can be watched, this launch has {len(arrays)}")
+
+
+def _counted(lib, arrays) -> dict:
+    """{argument name: bytes the launch loaded from it}, from a count_reads library."""
+    counts = (ctypes.c_ulonglong * max(len(arrays), 1))()
+    lib.lib.ck_count_bytes(counts)
+    return {name: int(n) for (name, _, _), n in zip(arrays, counts)}
 
 
 def compare_orders(kernel, names, forward, reverse):

@@ -53,11 +53,13 @@ class SourceModule:
     instantiations to compile, e.g. ``["scale<float>"]``.  ``no_extern_c``: as
     in PyCUDA, the GPU backend wraps the source in ``extern "C"`` so kernel names
     are not mangled, unless this is True or the source already says
-    ``extern "C"`` or uses templates.
+    ``extern "C"`` or uses templates.  ``count_reads`` (emulator only): after each
+    launch, ``kernel.bytes_read`` says how many bytes the kernel loaded from each
+    array argument (an instrumented build; launches run unchecked or with ``"races"``).
     """
 
     def __init__(self, source, options=(), backend="auto", *, check=None, name_expressions=(),
-                 no_extern_c=False, nvcc_check=True):
+                 no_extern_c=False, nvcc_check=True, count_reads=False):
         if not isinstance(source, str):
             raise TypeError("SourceModule(source): source must be a string of CUDA C")
         self.source = source
@@ -66,13 +68,17 @@ class SourceModule:
         self.name_expressions = tuple(name_expressions)
         self.device = kernel_device(backend)
         self.backend_kind = "cupy" if self.device.raw_kernels == "nvrtc" else "emulator"
+        self.count_reads = bool(count_reads)
+        if self.count_reads and self.backend_kind != "emulator":
+            raise BackendUnavailableError("count_reads=True counts loads on the CPU emulator only: "
+                                          "pass backend='emulator' as well")
         if self.backend_kind == "emulator":
             from .emulator import LABEL, check_level, default_check
             self.backend = LABEL
             self.check = default_check() if check is None else check_level(check)
             self._entries = self._entry_list()
             path, self.nvcc_verdict = compiler.build(source, self.options, [e for _, e in self._entries],
-                                                     check_nvcc=nvcc_check)
+                                                     check_nvcc=nvcc_check, count_reads=self.count_reads)
             self.library = _load(path)
         else:
             from .gpu import CupyModule
