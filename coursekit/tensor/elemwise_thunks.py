@@ -62,7 +62,7 @@ def _write_factory(kinds):
              "    def thunk():",
              "        try:",
              *[f"            {r}" for r in reads],
-             "        except ValueError:  # a narrow input that is not length 1: let the general path say so",
+             "        except (ValueError, AttributeError):  # not length 1 (or not an array): the general path says",
              "            return general()",
              f"        s = x{wide[0]}.shape",
              f"        if not ({same}):",
