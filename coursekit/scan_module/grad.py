@@ -24,6 +24,7 @@ from ..graph import clone_replace
 from ..tensor import math as M
 from ..tensor.advanced import inc_subtensor
 from ..tensor.construct import zeros
+from .builder import scan
 
 
 def _is_float(var):
@@ -31,8 +32,6 @@ def _is_float(var):
 
 
 def scan_grad(op, inputs, outputs, output_grads):
-    from .builder import scan
-
     info = op.info
     if info.n_shared:
         return _refuse_random(op, inputs)

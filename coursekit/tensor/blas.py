@@ -10,7 +10,9 @@ import numpy as np
 
 from ..graph import Apply, Constant
 from ..work import matmul_work
+from .dimshuffle import reduce_to_broadcast
 from .type import TensorType
+from .var import as_tensor_variable
 from .xpop import XpOp
 
 
@@ -25,8 +27,6 @@ class Dot(XpOp):
     gpu_name = "GpuDot"
 
     def make_node(self, x, y):
-        from .var import as_tensor_variable
-
         x, y = as_tensor_variable(x), as_tensor_variable(y)
         if x.type.ndim not in (1, 2) or y.type.ndim not in (1, 2):
             raise TypeError(f"dot takes vectors and matrices, got {x.type} and {y.type} "
@@ -65,7 +65,6 @@ class Dot(XpOp):
             gx, gy = M.dot(y, gz), M.outer(x, gz)
         else:
             gx, gy = M.dot(gz, y.T), M.dot(x.T, gz)
-        from .elemwise import reduce_to_broadcast
 
         return [reduce_to_broadcast(gx, x), reduce_to_broadcast(gy, y)]
 
@@ -89,8 +88,6 @@ class Gemm(XpOp):
         return "Gemm{inplace}" if self.inplace else "Gemm{no_inplace}"
 
     def make_node(self, z, alpha, x, y, beta):
-        from .var import as_tensor_variable
-
         z, alpha, x, y, beta = map(as_tensor_variable, (z, alpha, x, y, beta))
         dot_out = Dot().make_node(x, y).outputs[0].type
         return Apply(self, [z, alpha, x, y, beta], [TensorType(_result_dtype(z, x, y), dot_out.broadcastable)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..graph import Apply, Constant
 from .type import TensorType
+from .var import as_tensor_variable, constant
 from .xpop import XpOp
 
 
@@ -35,7 +36,6 @@ def pad_left(var, ndim):
     if missing <= 0:
         return var
     if isinstance(var, Constant):  # reshape the data instead of adding a node
-        from .var import constant
 
         return constant(var.data.reshape((1,) * missing + var.data.shape), name=var.name)
     return DimShuffle(var.type.broadcastable, ("x",) * missing + tuple(range(var.type.ndim)))(var)
@@ -77,8 +77,6 @@ class DimShuffle(XpOp):
         return "DimShuffle{" + ",".join(str(d) for d in self.new_order) + "}"
 
     def make_node(self, x):
-        from .var import as_tensor_variable
-
         x = as_tensor_variable(x)
         if x.type.broadcastable != self.input_broadcastable:
             if len(x.type.broadcastable) != len(self.input_broadcastable):

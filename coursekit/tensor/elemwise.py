@@ -17,6 +17,7 @@ from ..work import elementwise_work
 from .dimshuffle import DimShuffle, pad_left, reduce_to_broadcast  # noqa: F401 (DimShuffle: Theano's path)
 from .elemwise_thunks import fast_thunk, pattern_of
 from .type import TensorType
+from .var import as_tensor_variable
 from .xpop import XpOp
 
 
@@ -34,8 +35,6 @@ class Elemwise(XpOp):
         return f"Elemwise{{{self.scalar_op}}}"
 
     def make_node(self, *inputs):
-        from .var import as_tensor_variable
-
         if len(inputs) != self.nin:
             raise TypeError(f"{self} takes {self.nin} inputs, got {len(inputs)}")
         inputs = [as_tensor_variable(i) for i in inputs]

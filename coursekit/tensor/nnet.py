@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from ..graph import Apply
-from .math import log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
+from .construct import arange
+from .math import exp, log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
 from .type import host_like
 from .xpop import XpOp
 from .var import as_tensor_variable
@@ -51,8 +52,6 @@ def categorical_crossentropy(coding_dist, true_dist):
     indices (as in Theano) ``-log(coding_dist[arange(n), true_dist])``."""
     true_dist = as_tensor_variable(true_dist)
     if true_dist.type.dtype[0] in "iu":
-        from .construct import arange
-
         coding_dist = as_tensor_variable(coding_dist)
         if true_dist.type.ndim != 1 or coding_dist.type.ndim != 2:
             raise TypeError(f"categorical_crossentropy: integer targets must be a vector of class indices for a "
@@ -78,8 +77,6 @@ class LogSoftmax(XpOp):
         output_storage[0][0] = shifted - xp.log(xp.exp(shifted).sum(axis=-1, keepdims=True))
 
     def L_op(self, inputs, outputs, output_grads):
-        from .math import exp
-
         (out,), (gz,) = outputs, output_grads
         return [gz - tsum(gz, axis=-1, keepdims=True) * exp(out)]
 

@@ -12,6 +12,7 @@ import numpy as np
 from ..graph import Apply, Op
 from ..work import reduction_work
 from .type import TensorType
+from .var import as_tensor_variable
 from .xpop import XpOp
 
 _REDUCERS = {"add": np.sum, "maximum": np.max, "minimum": np.min, "mul": np.prod}
@@ -53,8 +54,6 @@ class CAReduce(XpOp):
         return f"{type(self).__name__}{{{self.scalar_name}, axis={list(self.axis)}}}"
 
     def make_node(self, x):
-        from .var import as_tensor_variable
-
         x = as_tensor_variable(x)
         for a in self.axis:
             if a >= x.type.ndim:

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..graph import Apply, Constant, Op
 from .type import TensorType
+from .var import as_tensor_variable
 from .xpop import XpOp
 
 lvector = TensorType("int64", (False,))
@@ -16,8 +17,6 @@ class Shape(Op):
     shape_only = True  # reads only the shape: works on device arrays without a transfer
 
     def make_node(self, x):
-        from .var import as_tensor_variable
-
         x = as_tensor_variable(x)
         return Apply(self, [x], [TensorType("int64", (x.type.ndim == 1,)).make_variable()])
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op, Variable
+from .dimshuffle import reduce_to_broadcast
 from .type import TensorType, host_like
+from .var import as_tensor_variable
 from .xpop import XpOp, add_at, check_rows
 
 _SYM = "?"  # placeholder for a symbolic integer in idx_list
@@ -118,8 +120,6 @@ class IncSubtensor(XpOp):
         self.idx_list, self.set_instead_of_inc = tuple(idx_list), set_instead_of_inc
 
     def make_node(self, x, y, *index_vars):
-        from .var import as_tensor_variable
-
         return Apply(self, [x, as_tensor_variable(y), *index_vars], [host_like(x)])
 
     def run(self, xp, inputs, output_storage):
@@ -134,7 +134,6 @@ class IncSubtensor(XpOp):
 
     def grad(self, inputs, output_grads):
         from . import math as M
-        from .elemwise import reduce_to_broadcast
 
         x, y, *values = inputs
         (gz,) = output_grads
@@ -201,8 +200,6 @@ def _describe(entry):
 
 def make_subtensor(x, index):
     """Build the node for ``x[index]``."""
-    from .var import as_tensor_variable
-
     from .advanced import advanced_subtensor, is_advanced
 
     if not isinstance(index, tuple):
