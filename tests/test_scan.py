@@ -208,6 +208,22 @@ def test_dot_of_a_sequence_element_is_pushed_out_of_the_loop():
     np.testing.assert_allclose(fast(*args), plain(*args), rtol=1e-12)
 
 
+def test_a_pushed_out_dot_of_matrix_and_row_matches_numpy(device):
+    """dot(W, x_t) pushed out of the loop is X W^T (it was W^T X^T transposed: X W, wrong for a square W)."""
+    rng = np.random.default_rng(11)
+    xv, wv, hv = (rng.standard_normal(s).astype("float32") for s in ((6, 4), (4, 4), (4,)))
+    x, W, h0 = T.fmatrix("x"), T.fmatrix("W"), T.fvector("h0")
+    h, _ = theano.scan(lambda x_t, prev, W: T.tanh(T.dot(W, x_t) + prev), sequences=x, outputs_info=h0,
+                       non_sequences=W)
+    f = theano.function([x, h0, W], h)
+    assert any(name == "scan_pushout_seq_dot" for _, name, _ in f.maker.fgraph.rewrite_log)
+    expected, state = [], hv
+    for row in xv:
+        state = np.tanh(wv @ row + state)
+        expected.append(state)
+    np.testing.assert_allclose(np.asarray(f(xv, hv, wv)), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_a_pushed_out_product_that_fails_names_the_step_functions_line():
     x, h0, W = T.dmatrix("x"), T.dvector("h0"), T.dmatrix("W")
     h, _ = theano.scan(lambda x_t, prev, W: T.tanh(T.dot(W, x_t) + prev),  # the line the error must name

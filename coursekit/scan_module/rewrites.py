@@ -69,7 +69,8 @@ def scan_pushout_seq_dot(fgraph, node):
         return None
     dot_var, seq_index, w_index, seq_first = found
     rows = seqs[seq_index][:n_steps]
-    pushed = M.dot(rows, nonseqs[w_index]) if seq_first else M.dot(nonseqs[w_index].T, rows.T).T
+    w = nonseqs[w_index]
+    pushed = M.dot(rows, w) if seq_first else M.dot(rows, w.T)  # row t of X W, or of X W^T = (W x_t)^T
     pushed = _traced(pushed, [rows, *nonseqs], dot_var.tag.trace)
     new_ph = TensorType(dot_var.type.dtype, dot_var.type.broadcastable).make_variable("pushed_dot[t]")
     inner_out, _ = clone_replace(op.inner_outputs, {dot_var: new_ph})
