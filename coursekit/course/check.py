@@ -36,8 +36,9 @@ cannot be otherwise while the student's code runs in the student's process: the 
 A kernel determined to cheat can report values that did not come from the student's function (for
 instance the judge's own reference, recomputed in a hook on the run's inputs), and any observation
 about the student's graph (op names, devices, transfer counts) is the student's process's word.
-The grader flags submissions whose own cells touch these mechanisms (see
-:mod:`coursekit.course.grader`), for a person to read.
+The grader lists, under "Warnings" in ``grades.md``, every non-graded cell that names these
+mechanisms (see :mod:`coursekit.course.scrutiny`), for a person to read: a hint that changes no
+score, and that code building the names from pieces escapes.
 
 Observations are plain data: NumPy arrays and scalars (kept with their dtype), and ``None``,
 booleans, numbers and strings, alone or in lists, tuples and dicts with string keys (these come back

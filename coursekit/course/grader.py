@@ -34,6 +34,7 @@ import nbformat
 
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .runner import kill_all, run_notebook, short
+from .scrutiny import warnings_for
 
 FLAT_SEPARATOR = "__"
 # Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
@@ -310,6 +311,9 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
           executed_dir=None, progress=True):
     """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
 
+    The warnings also list each non-graded cell that names the grading mechanism
+    (:mod:`coursekit.course.scrutiny`): a hint for a person, never a change of score.
+
     Runs up to ``jobs`` notebooks at once (each in its own process, so threads suffice here).
     """
     references = load_references(reference_dir)
@@ -332,6 +336,11 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
             kill_all()
             raise
     scores = [score for student, ref, _ in tasks for score in results[(student, ref.name)]]
+    for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
+        try:
+            warnings += warnings_for(f"{student}/{ref.name}", read_submission(path)) if path else []
+        except Exception:                 # unreadable: already scored 0 with its reason
+            pass
     return scores, warnings
 
 
