@@ -91,6 +91,7 @@ def test_mrg_runs_on_the_gpu_device_with_the_same_numbers_as_on_the_cpu():
                 ops = [str(n.op) for n in f.toposort()]
         if device == "sim":
             assert "GpuMRGUniform{float32, 2}" in ops and "GpuSearchCDF" in ops
+            assert "GpuOneHot" in [type(n.op).__name__ for n in f.toposort()]  # multinomial's counts too
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
 

@@ -171,10 +171,12 @@ class SearchCDF(XpOp):
         return [UndefinedGrad("a categorical draw has no derivative with respect to its probabilities"), None]
 
 
-class OneHot(Op):
+class OneHot(XpOp):
     """Counts of each category per row: indices (rows, draws) -> (rows, k) (``multinomial``'s output)."""
 
     __props__ = ("dtype",)
+    gpu_name = "GpuOneHot"
+    host_inputs = (1,)  # k, the number of categories: an output size
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -182,11 +184,12 @@ class OneHot(Op):
     def make_node(self, idx, k):
         return Apply(self, [idx, k], [TensorType(self.dtype, (False, False)).make_variable()])
 
-    def perform(self, node, inputs, output_storage):
+    def run(self, xp, inputs, output_storage):
         idx, k = inputs
-        out = np.zeros((idx.shape[0], int(k)), dtype=self.dtype)
-        for column in idx.T:
-            out[np.arange(idx.shape[0]), column] += 1
+        out = xp.zeros((idx.shape[0], int(k)), dtype=self.dtype)
+        rows = xp.arange(idx.shape[0])
+        for column in idx.T:  # one draw per row at a time: a row's index never repeats within one column
+            out[rows, column] += 1
         output_storage[0][0] = out
 
     def L_op(self, inputs, outputs, output_grads):
