@@ -223,7 +223,7 @@ B_FROM_GLOBAL = KERNEL.replace(
     (KERNEL.replace("t < (K + TILE - 1) / TILE", "t < K / TILE"), "elements are wrong"),
     (NAIVE, r"read 48,285 floats from A and 48,285 from B .*no __shared__ memory in use"),
     (GLOBAL_IN_THE_LOOP, r"read 48,285 floats from A and 48,285 from B .* Allowed: at most 13,098"),
-    (B_FROM_GLOBAL, r"read 3,330 floats from A and 51,504 from B .* \(1024 bytes of __shared__ memory in use\)"),
+    (B_FROM_GLOBAL, r"read 3,330 floats from A and 51,504 from B .*bytes of __shared__ memory in use\)"),
 ], ids=["missing-barrier", "off-by-one-at-the-edge", "drops-the-last-tile", "not-tiled", "global-reads-in-the-loop",
         "b-from-global"])
 def test_wrong_kernels_fail(run, answer, message):
