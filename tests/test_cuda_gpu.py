@@ -73,3 +73,24 @@ def test_gpu_compile_error_shows_line():
     with pytest.raises(cuda.CompileError) as e:
         cuda.SourceModule("__global__ void k(float *x)\n{\n    x[0] = nope;\n}\n", backend="cupy")
     assert e.value.line == 3
+
+
+def test_math_macros_of_the_emulator_compile_on_the_gpu():
+    """INFINITY and NAN come from <math.h> on the emulator; NVRTC has no such header, so coursekit defines them."""
+    src = """__global__ void pad(float *out, const float *in, int n)
+{
+    int i = threadIdx.x;
+    out[i] = (i < n) ? in[i] : -INFINITY;
+    if (i == 0) out[blockDim.x] = NAN;
+}
+"""
+    x = np.arange(3, dtype=np.float32)
+    for backend in ("cupy", "emulator"):
+        out = np.zeros(5, np.float32)
+        cuda.SourceModule(src, backend=backend).get_function("pad")(cuda.Out(out), cuda.In(x), np.int32(3),
+                                                                    block=(4, 1, 1), grid=(1, 1))
+        np.testing.assert_array_equal(out[:4], [0, 1, 2, -np.inf])
+        assert np.isnan(out[4])
+    with pytest.raises(cuda.CompileError) as e:      # error lines still count from the student's first line
+        cuda.SourceModule("__global__ void k(float *x)\n{\n    x[0] = INFINITY + nope;\n}\n", backend="cupy")
+    assert e.value.line == 3

@@ -16,6 +16,23 @@ from .source import SOURCE_NAME
 
 LABEL = "GPU (CuPy, NVRTC)"
 
+# NVRTC compiles without the C library's headers, where the emulator's g++ (and nvcc) see <math.h>.
+# These are the macros from it that kernels use (a max reduction pads with -INFINITY), defined only
+# where NVRTC lacks them, so a kernel that runs on the emulator compiles on the GPU as it is.
+MATH_MACROS = """#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+#ifndef HUGE_VALF
+#define HUGE_VALF INFINITY
+#endif
+#ifndef HUGE_VAL
+#define HUGE_VAL __longlong_as_double(0x7ff0000000000000LL)
+#endif
+"""
+
 
 class CupyModule:
     def __init__(self, source, options, name_expressions, no_extern_c):
@@ -25,6 +42,7 @@ class CupyModule:
         if not no_extern_c and 'extern "C"' not in source and not re.search(r"\btemplate\b", source):
             # as PyCUDA does: unmangled names, so get_function("name") finds them
             code = f'extern "C" {{\n#line 1 "{SOURCE_NAME}"\n{source}\n}}\n'
+        code = MATH_MACROS + code          # the #line above keeps error lines the student's own
         kwargs = {"name_expressions": list(name_expressions)} if name_expressions else {}
         try:
             self.raw = cupy.RawModule(code=code, options=tuple(options), **kwargs)
