@@ -93,3 +93,23 @@ def test_the_figure_check_sees_a_plot_stored_without_its_picture():
     nb = new_notebook(cells=[new_code_cell("plt.plot([1, 2])\nplt.show()", outputs=[]),
                              new_code_cell("plt.plot([1, 2])\nplt.show()", outputs=[figure])])
     assert figures_missing(nb) == ["cell 0: 'plt.plot([1, 2])'"]
+
+
+COURSE = STORED + sorted((ROOT / "exercises").glob("*.ipynb"))
+MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def broken_links(path):
+    """Relative links in the notebook's Markdown that open no file of the repository."""
+    nb = nbformat.read(path, as_version=4)
+    targets = [target for cell in nb.cells if cell.cell_type == "markdown"
+               for target in MARKDOWN_LINK.findall(cell.source)]
+    local = [t for t in targets if not re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", t) and not t.startswith("#")]
+    return [t for t in local if not (path.parent / t.split("#")[0]).exists()]
+
+
+@pytest.mark.parametrize("path", COURSE, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_link_between_notebooks_opens_a_file(path):
+    """A lesson's link to its exercise (``../exercises/NN_name_exercises.ipynb``) must open it when the
+    course is served from the repository root, as the README's start command does."""
+    assert not broken_links(path), f"{path.relative_to(ROOT)} links to files that do not exist: {broken_links(path)}"
