@@ -317,6 +317,7 @@ def main(argv=None):
     print("\n".join(lines))
     if not args.no_save:
         stem = (f"{_common.today()}-{_common.machine_slug(info)}-interleaved"
+                + ("" if workloads == list(WORKLOADS) else "-" + "-".join(workloads))
                 + (f"-t{args.threads}" if args.threads else ""))
         path = os.path.join(HERE, "results", stem)
         _common.dump_json(path + ".json", {"date": started, "machine": info, "versions": versions(systems),
