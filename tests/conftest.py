@@ -1,4 +1,5 @@
 """Fixtures shared by several test modules."""
+import signal
 import warnings
 
 import pytest
@@ -13,3 +14,16 @@ def device(request):
         warnings.simplefilter("ignore")
         with theano.config.change(device=request.param):
             yield request.param
+
+
+@pytest.fixture
+def sigint_reaches_python():
+    """Install Python's own SIGINT handler for a Ctrl-C test, and put the old one back after.
+
+    A process started in the background by a non-interactive shell (``cmd &`` in a script, as a CI
+    runner may do) inherits SIGINT *ignored*, and Python then leaves it ignored: no Ctrl-C could reach
+    it at all. Terminals and Jupyter kernels have the handler; the tests check what happens then.
+    """
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)

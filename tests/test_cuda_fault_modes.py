@@ -73,6 +73,7 @@ def test_120_kb_of_locals_fit_in_every_mode(mod, mode):
     np.testing.assert_array_equal(out, [sum(float((k * 7919) % 30000 + t) for k in range(3)) for t in range(8)])
 
 
+@pytest.mark.usefixtures("sigint_reaches_python")
 def test_ctrl_c_stops_a_checked_launch_and_names_it(mod):
     """The subprocess dies with the interrupt; the error says which launch, as the in-process one does."""
     timer = threading.Thread(target=lambda: (time.sleep(1.0), os.kill(os.getpid(), signal.SIGINT)))
@@ -241,6 +242,7 @@ def test_grading_catches_an_off_by_one_hidden_by_slack_and_later_tasks_still_sco
     assert later.points == 2 and later.reason == "passed", later.reason
 
 
+@pytest.mark.usefixtures("sigint_reaches_python")
 def test_a_checked_subprocess_ended_by_sigint_is_an_interrupt_naming_the_kernel(mod, tmp_path, monkeypatch):
     """Jupyter signals the whole process group, so the checked child may die of SIGINT before Python sees it."""
     fake = tmp_path / "interrupted-child"

@@ -150,6 +150,7 @@ def interrupt_when_launched():
     os.kill(os.getpid(), signal.SIGINT)
 
 
+@pytest.mark.usefixtures("sigint_reaches_python")
 @pytest.mark.parametrize("kernel,arg", [("spin", np.zeros(1, np.int32)), ("spin_math", np.zeros(1, np.float32)),
                                         ("spin_print", np.zeros(1, np.int32))])
 def test_ctrl_c_stops_an_endless_kernel(mod, kernel, arg, capsys):
@@ -166,6 +167,7 @@ def test_ctrl_c_stops_an_endless_kernel(mod, kernel, arg, capsys):
         assert "waiting" in capsys.readouterr().out
 
 
+@pytest.mark.usefixtures("sigint_reaches_python")
 def test_ctrl_c_after_a_launch_still_reaches_python(mod):
     check_alive(mod)
     with pytest.raises(KeyboardInterrupt):
