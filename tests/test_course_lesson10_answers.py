@@ -23,11 +23,11 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from judged_twice import run_judged_twice
 
 from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.exercises import find_regions
 from coursekit.course.graded import graded_cells
-from coursekit.course.judge import judge_cells
 
 NOTEBOOK = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / "10_afternoon_project_solutions.ipynb",
                          as_version=4)
@@ -211,11 +211,6 @@ LOSS_COMPUTED_ONCE = 'DTYPE = "float32"\n' + _STEP_START + '''
 NONCES = ["lesson10-run-1", "lesson10-run-2", "lesson10-run-3"]     # three grading runs: new inputs each
 
 
-def grader_verdict(graded_id, report_dir, nonce):
-    """What the grader's judge makes of the report in ``report_dir``: the cell's source alone, run here."""
-    return judge_cells([(0, graded_id, GRADED[graded_id])], str(report_dir), nonce)[0]
-
-
 @pytest.fixture
 def run(monkeypatch, tmp_path):
     """``run(answer, graded_id, nonce)``: setup, the other tasks solved, ``answer``, the graded cell, in one
@@ -229,23 +224,11 @@ def run(monkeypatch, tmp_path):
 
     def run_cells(answer, graded_id, nonce=NONCES[0]):
         monkeypatch.setenv(NONCE_ENV, nonce)
-        namespace = {"__name__": "exercise10"}
+        cells = [("setup cell", SETUP)] + [("solution cell", source) for source in SOLUTIONS.values()]
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            exec(compile(SETUP, "setup cell", "exec"), namespace)
-            for source in SOLUTIONS.values():
-                exec(compile(source, "solution cell", "exec"), namespace)
-            exec(compile(answer, "answer cell", "exec"), namespace)
-            try:
-                exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
-            except AssertionError as failed:
-                verdict = grader_verdict(graded_id, tmp_path, nonce)
-                if verdict != ("failed", f"failed assertion: {' '.join(str(failed).split())}"):
-                    pytest.fail(f"the kernel failed {graded_id} ({failed}), the grader's judge says {verdict}")
-                raise
-            verdict = grader_verdict(graded_id, tmp_path, nonce)
-        if verdict != ("passed", "passed"):
-            pytest.fail(f"the kernel passed {graded_id}, the grader's judge says {verdict}")
+            run_judged_twice(cells + [("answer cell", answer)], graded_id, GRADED[graded_id], tmp_path, nonce,
+                             "exercise10")
 
     return run_cells
 

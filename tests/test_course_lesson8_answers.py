@@ -17,10 +17,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from judged_twice import run_judged_twice
 
 from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.graded import graded_cells
-from coursekit.course.judge import judge_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "08_loops_with_scan_solutions.ipynb", as_version=4)
@@ -52,24 +52,8 @@ def run(monkeypatch, tmp_path):
     monkeypatch.setenv(NONCE_ENV, NONCE)
 
     def run_cells(answer, graded_id):
-        namespace = {"__name__": "exercise8"}
-        exec(compile(SETUP, "setup cell", "exec"), namespace)
-        exec(compile(answer, "answer cell", "exec"), namespace)
-        try:
-            exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
-        except AssertionError as failed:           # the probe ran and reported; the judge must agree
-            verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
-            if verdict != ("failed", f"failed assertion: {' '.join(str(failed).split())}"):
-                pytest.fail(f"the kernel failed {graded_id} ({failed}), the grader's judge says {verdict}")
-            raise
-        except Exception:                          # the probe itself raised: nothing was reported
-            verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
-            if verdict[0] != "unreported":
-                pytest.fail(f"the probe of {graded_id} raised, yet the grader's judge says {verdict}")
-            raise
-        verdict = judge_cells([(0, graded_id, GRADED[graded_id])], str(tmp_path), NONCE)[0]
-        if verdict != ("passed", "passed"):
-            pytest.fail(f"the kernel passed {graded_id}, the grader's judge says {verdict}")
+        run_judged_twice([("setup cell", SETUP), ("answer cell", answer)], graded_id, GRADED[graded_id],
+                         tmp_path, NONCE, "exercise8")
 
     return run_cells
 

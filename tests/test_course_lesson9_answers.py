@@ -21,10 +21,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from judged_twice import run_judged_twice
 
 from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.graded import graded_cells
-from coursekit.course.judge import judge_cells
 from coursekit.rewriting import RewriteError, registered, remove_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,11 +41,6 @@ def solution_cell(marker):
     return source
 
 
-def grader_verdict(graded_id, report_dir):
-    """What the grader's judge makes of the report in ``report_dir``: the cell's source alone, run here."""
-    return judge_cells([(0, graded_id, GRADED[graded_id])], str(report_dir), NONCE)[0]
-
-
 @pytest.fixture
 def run(monkeypatch, tmp_path):
     """``run(answer, graded_id)``: the setup cell, then ``answer``, then the graded cell, in one namespace,
@@ -60,24 +55,8 @@ def run(monkeypatch, tmp_path):
     before = {rw.name for rw in registered()}
 
     def run_cells(answer, graded_id):
-        namespace = {"__name__": "exercise9"}
-        exec(compile(SETUP, "setup cell", "exec"), namespace)
-        exec(compile(answer, "answer cell", "exec"), namespace)
-        try:
-            exec(compile(GRADED[graded_id], f"graded cell {graded_id}", "exec"), namespace)
-        except AssertionError as failed:           # the probe ran and reported; the judge must agree
-            verdict = grader_verdict(graded_id, tmp_path)
-            if verdict != ("failed", f"failed assertion: {' '.join(str(failed).split())}"):
-                pytest.fail(f"the kernel failed {graded_id} ({failed}), the grader's judge says {verdict}")
-            raise
-        except Exception:                          # the probe itself raised: nothing was reported
-            verdict = grader_verdict(graded_id, tmp_path)
-            if verdict[0] != "unreported":
-                pytest.fail(f"the probe of {graded_id} raised, yet the grader's judge says {verdict}")
-            raise
-        verdict = grader_verdict(graded_id, tmp_path)
-        if verdict != ("passed", "passed"):
-            pytest.fail(f"the kernel passed {graded_id}, the grader's judge says {verdict}")
+        run_judged_twice([("setup cell", SETUP), ("answer cell", answer)], graded_id, GRADED[graded_id],
+                         tmp_path, NONCE, "exercise9")
 
     yield run_cells
     for rw in registered():
