@@ -14,6 +14,13 @@ import pytest
 from coursekit.course.judge import judge_cells
 
 
+def solution_cell(notebook, marker):
+    """The source of the one code cell of a solution ``notebook`` (not a graded cell) containing ``marker``."""
+    (source,) = [c.source for c in notebook.cells if c.cell_type == "code" and marker in c.source
+                 and "GRADED" not in c.source]
+    return source
+
+
 def run_judged_twice(cells, graded_id, graded_source, report_dir, nonce, module_name):
     """Run ``cells`` (``(label, source)`` pairs), then the graded cell, in one namespace; then the judge.
 

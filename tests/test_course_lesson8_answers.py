@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from judged_twice import run_judged_twice
+from judged_twice import run_judged_twice, solution_cell
 
 from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.graded import graded_cells
@@ -29,14 +29,7 @@ GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
 NONCE = "lesson8-test-run"        # a grading run's nonce: the inputs come from it and the cell id
 
 
-def solution_cell(marker):
-    """The source of the solution's code cell that contains ``marker``."""
-    (source,) = [c.source for c in NOTEBOOK.cells if c.cell_type == "code" and marker in c.source
-                 and "GRADED" not in c.source]
-    return source
-
-
-RNN = solution_cell("def rnn_states") + "\n\n"  # task 3 builds on task 1: its answers come with the solution's RNN
+RNN = solution_cell(NOTEBOOK, "def rnn_states") + "\n\n"  # task 3 builds on task 1: its answers come with the solution's RNN
 
 
 @pytest.fixture
@@ -120,7 +113,7 @@ def test_differently_written_rnns_pass(run, answer):
 # --- task 2: central differences -------------------------------------------------------------------
 
 def test_the_solution_differences_pass(run):
-    run(solution_cell("def numeric_gradient"), "numeric-gradient")
+    run(solution_cell(NOTEBOOK, "def numeric_gradient"), "numeric-gradient")
 
 
 @pytest.mark.parametrize("answer", ['''
@@ -183,7 +176,7 @@ def numeric_gradient(f, value, eps=1e-6):
 # --- task 3: the gradient through time -------------------------------------------------------------
 
 def test_the_solution_gradient_passes(run):
-    run(RNN + solution_cell("def rnn_loss_and_gradients"), "rnn-gradient")
+    run(RNN + solution_cell(NOTEBOOK, "def rnn_loss_and_gradients"), "rnn-gradient")
 
 
 TRUNCATED = '''
@@ -237,7 +230,7 @@ def generate(x0, W, b, tol, max_steps):
 
 
 def test_the_solution_generator_passes(run):
-    run(solution_cell("def generate"), "generate-until")
+    run(solution_cell(NOTEBOOK, "def generate"), "generate-until")
 
 
 @pytest.mark.parametrize("answer", [

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from judged_twice import run_judged_twice
+from judged_twice import run_judged_twice, solution_cell
 
 from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
 from coursekit.course.graded import graded_cells
@@ -32,13 +32,6 @@ NOTEBOOK = nbformat.read(ROOT / "solutions" / "09_inside_the_compiler_solutions.
 SETUP = NOTEBOOK.cells[1].source
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
 NONCE = "lesson9-test-run"        # a grading run's nonce: the inputs come from it and the cell id
-
-
-def solution_cell(marker):
-    """The source of the solution's code cell that contains ``marker``."""
-    (source,) = [c.source for c in NOTEBOOK.cells if c.cell_type == "code" and marker in c.source
-                 and "GRADED" not in c.source]
-    return source
 
 
 @pytest.fixture
@@ -90,7 +83,7 @@ def rule(**changes):
 
 
 def test_the_solution_rule_passes(run):
-    run(solution_cell("def cancel_self"), "rewrite-cancel-self")
+    run(solution_cell(NOTEBOOK, "def cancel_self"), "rewrite-cancel-self")
 
 
 @pytest.mark.parametrize("answer, error", [
@@ -128,7 +121,7 @@ def over_itself(fgraph, node):
 
 # --- task 2: the op with a gradient ----------------------------------------------------------------
 
-OP = solution_cell("class LogCosh")
+OP = solution_cell(NOTEBOOK, "class LogCosh")
 STABLE = "(np.logaddexp(x, -x) - np.log(2)).astype(x.dtype)"
 GRADIENT = "[g * T.tanh(x)]"
 assert STABLE in OP and GRADIENT in OP, "the solution changed: update the variants below"
@@ -164,7 +157,7 @@ def test_a_differently_written_correct_op_passes(run):
 
 # --- task 3: the tiled kernel ----------------------------------------------------------------------
 
-KERNEL = solution_cell("TILED_SOURCE = ")
+KERNEL = solution_cell(NOTEBOOK, "TILED_SOURCE = ")
 SECOND_BARRIER = "        for (int k = 0; k < TILE; ++k)\n            acc += A_tile[ty][k] * B_tile[k][tx];\n        __syncthreads();"
 assert SECOND_BARRIER in KERNEL and "a_col < K" in KERNEL, "the solution changed: update the variants below"
 
