@@ -24,11 +24,8 @@ import json
 import math
 import os
 import re
-import secrets
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -36,6 +33,7 @@ from pathlib import Path
 import nbformat
 import numpy as np
 import pytest
+from lab_server import lab_server
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,12 +49,6 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install chromium)")]
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A JupyterLab server over a fresh Jupyter profile, serving the repository as ``course/``."""
@@ -64,32 +56,18 @@ def lab(tmp_path_factory):
     served = home / "served"
     served.mkdir()
     (served / "course").symlink_to(ROOT)
-    port, token = _free_port(), secrets.token_hex(8)
-    env = dict(os.environ, HOME=str(home), JUPYTER_DATA_DIR=str(home / "data"),
-               JUPYTER_RUNTIME_DIR=str(home / "runtime"), JUPYTER_CONFIG_DIR=str(home / "config"))
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
-         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={served}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
+    with lab_server(["--no-browser", f"--ServerApp.root_dir={served}"], home) as lab:
         deadline = time.monotonic() + 90
         while True:
             try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as reply:
+                with urllib.request.urlopen(f"{lab.base}/api/status?token={lab.token}", timeout=2) as reply:
                     json.load(reply)
                 break
             except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
+                if time.monotonic() > deadline or lab.process.poll() is not None:
                     pytest.fail("JupyterLab did not start within 90 s")
                 time.sleep(0.5)
-        yield {"base": base, "token": token, "served": served, "home": home}
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+        yield {"base": lab.base, "token": lab.token, "served": served, "home": home}
 
 
 # JupyterLab's default theme, 1280-pixel window with the file browser open (measured on the screenshots)
