@@ -21,6 +21,10 @@ none), ``COURSEKIT_CUDA_STACK_KB`` (stack per emulated thread, default 512),
 ``COURSEKIT_NO_NVCC=1`` (skip the nvcc compile check), ``COURSEKIT_NVCC_ARCH``
 (default ``sm_80``), ``CXX`` (host compiler, default ``g++``).
 
+``SourceModule(..., backend="emulator", counts=True)`` also counts what each
+launch's 32-thread warps ask of memory (sectors, bank conflicts, atomics on
+one address): see :mod:`coursekit.cuda.warp_counts`.
+
 Not emulated: ``__constant__`` memory set from the host, textures, half
 precision, cooperative groups, streams/events (launches are synchronous).
 An endless loop would hang a GPU; here Ctrl-C (Jupyter's interrupt) or the
