@@ -30,7 +30,7 @@ from .source import SOURCE_NAME, emulator_translation_unit, source_line
 
 PKG_DIR = Path(__file__).resolve().parent
 RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp", "ck_count.cpp",
-                 "ck_warp.h")
+                 "ck_warp.h", "ck_half.h", "cuda_fp16.h", "cuda_bf16.h")
 NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
 # -fstack-clash-protection: a frame bigger than a page touches each page on the
 # way down, so a kernel with huge locals hits its fiber's guard page instead of
