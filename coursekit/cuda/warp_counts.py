@@ -15,9 +15,13 @@ store instruction for the same time, as they would in step on a GPU.
     print(kernel.counts)                      # a table
 
 These are counts of the emulator's model of a warp, exact for it; what they cost in time is a
-question for a model of a GPU (they are never a timing). Not modelled: caches (a sector read twice
-by two requests counts twice), the L2 and DRAM behind them, and warps of a block that diverge and
-reconverge elsewhere than a GPU would.
+question for a model of a GPU (they are never a timing). Global memory here means the launch's array
+arguments, addressed as if each began on a 256-byte boundary (as ``cudaMalloc``'s do); shared memory
+is the kernel's ``__shared__`` arrays and ``extern __shared__`` memory, with banks counted from their
+start. Not modelled: caches (a sector read twice by two requests counts twice), the L2 and DRAM
+behind them, and warps of a block that diverge and reconverge elsewhere than a GPU would. Not
+counted: ``__device__`` global variables, and ``__shared__`` arrays declared inside a *template*
+kernel (g++ places those outside the section where the emulator finds shared memory).
 """
 from __future__ import annotations
 
