@@ -20,6 +20,7 @@ error that lists the valid ones.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
 
@@ -89,9 +90,7 @@ def _mode(name, value):
 def _cpu_kernels(name, value):
     value = _choice("numpy", "numba")(name, value)
     if value == "numba":
-        from .rewriting.numba_kernels import available
-
-        if not available():
+        if importlib.util.find_spec("numba") is None:  # checked without importing numba (seconds)
             raise ValueError("coursekit.config.cpu_kernels='numba' needs numba: pip install numba "
                              "(or keep the default 'numpy')")
     return value

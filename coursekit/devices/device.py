@@ -35,6 +35,7 @@ import numpy as np
 
 from ..config import config
 from ..graph import warn_at_user_line
+from ..scalar.cuda_codegen import elementwise_kernel_parts
 from .handles import handing_out, handle_class
 from .simarray import DEVICE_LABEL, SimArray
 from .types import GpuArrayType
@@ -282,8 +283,6 @@ class CudaDevice(GPUDevice):
 
     def elementwise(self, scalar_op, input_dtypes, output_dtype):
         """ONE generated CUDA kernel (``cupy.ElementwiseKernel``) for the whole scalar expression."""
-        from .kernels import elementwise_kernel_parts
-
         key = (scalar_op, tuple(input_dtypes), output_dtype)
         kernel = self._kernels.get(key)
         if kernel is None:

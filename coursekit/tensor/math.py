@@ -5,9 +5,11 @@ compiled and called.  Names follow Theano (and NumPy where Theano did).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from . import scalar
+from ..scalar import ops as scalar_ops
 from .blas import Dot
 from .elemwise import DimShuffle, Elemwise
 from .reduction import Max, Min, NumElements, Prod, Sum, normalize_axis
@@ -22,7 +24,7 @@ def elemwise_op(name) -> Elemwise:
     """The (shared, cached) Elemwise op for a scalar op name."""
     op = _ELEMWISE_CACHE.get(name)
     if op is None:
-        op = _ELEMWISE_CACHE[name] = Elemwise(scalar.get(name))
+        op = _ELEMWISE_CACHE[name] = Elemwise(scalar_ops.get(name))
     return op
 
 
@@ -57,7 +59,7 @@ def cast(x, dtype):
     dtype = np.dtype(dtype).name
     if x.type.dtype == dtype:
         return x
-    return Elemwise(scalar.Cast(dtype))(x)
+    return Elemwise(scalar_ops.Cast(dtype))(x)
 
 
 def clip(x, lo, hi):
@@ -214,3 +216,6 @@ def softmax(x):
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]
+
+
+scalar_ops.use_tensor_math(sys.modules[__name__])  # the scalar table writes its derivatives with this module
