@@ -27,26 +27,11 @@ ALIAS_MODULES = {"tensor.shared_randomstreams"}
 
 # (importing module, imported package): why the import is inside a function
 LAZY = "optional or heavy dependency, loaded on first use"
-UPWARD = "a convenience that calls a higher layer (remaining layering debt)"
 LOCAL_IMPORTS = {
-    ("graph", "compile"): "Variable.eval() compiles a function: " + UPWARD,
-    ("graph", "test_value"): "Theano's compute_test_value hook in Op.__call__: " + UPWARD,
-    ("gradient", "compile"): "verify_grad compiles functions (a testing tool kept at Theano's path): " + UPWARD,
-    ("tensor", "gradient"): "T.grad re-exports gradient.grad, which sits above tensor: " + UPWARD,
-    ("tensor.type", "devices"): "is_device_array for a clear error on device values: " + UPWARD,
-    ("config", "rewriting"): "cpu_kernels='numba' checks that numba is there: " + UPWARD,
-    ("tensor.xp_run", "devices"): "an op's xp code run on the current device (devices sit above tensor): " + UPWARD,
-    ("compile.linker", "printing"): "Jupyter display and exception_verbosity='high' only: " + LAZY,
-    ("gradient", "rop"): "Rop/Lop re-exported at Theano's path: " + UPWARD,
-    ("tensor", "rop"): "T.Rop/T.Lop re-export: " + UPWARD,
-    ("tensor.var", FACADE): "x.transfer() calls coursekit.gpu_from_host/host_from_gpu: " + UPWARD,
-    ("config", "devices"): "config.gpu_model is checked against the presets, which live with the devices: " + UPWARD,
-    ("profiling", "modelled"): "a profile's modelled column: modelled builds on profiling: " + UPWARD,
     ("__main__", "devices"): "each command-line subcommand loads only what it runs: " + LAZY,
     ("__main__", "config"): "each command-line subcommand loads only what it runs: " + LAZY,
-    ("profiling", "printing"): "ProfileStats.summary/_repr_html_/plot render through printing, which sits above: "
-                               + UPWARD,
     ("__main__", "course"): "each command-line subcommand loads only what it runs: " + LAZY,
+    ("devices.device", "scalar"): "the CUDA code generator: coursekit.cuda uses devices and never needs it: " + LAZY,
 }
 
 

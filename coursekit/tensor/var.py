@@ -11,6 +11,7 @@ import numbers
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..graph import Constant, Variable
 from .type import TensorType, _is_device_array
@@ -143,8 +144,7 @@ class _TensorMethods:
     def transfer(self, target):
         """Theano's ``x.transfer('cpu')`` / ``x.transfer('gpu')`` (or a device name): an explicit transfer op,
         or ``x`` itself when it already lives there."""
-        from .. import gpu_from_host, host_from_gpu
-
+        gpu_from_host, host_from_gpu = wiring.get("gpu_from_host"), wiring.get("host_from_gpu")
         on_device = hasattr(self.type, "host_type")
         if target == "cpu":
             return host_from_gpu(self) if on_device else self
