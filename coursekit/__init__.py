@@ -19,6 +19,7 @@ separate products, free of the compiler's import cost.
 from __future__ import annotations
 
 import importlib
+import sys
 
 from . import wiring
 
@@ -72,7 +73,7 @@ def __getattr__(name):
         _load_compiler()
         value = getattr(importlib.import_module(f".{module}", __name__), attribute)
     elif name in _SUBMODULES:
-        if name not in _STANDALONE:
+        if name not in _STANDALONE and f"{__name__}.{name}" not in sys.modules:  # (one being imported: as is)
             _load_compiler()
         value = importlib.import_module(f".{name}", __name__)
     else:

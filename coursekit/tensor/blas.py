@@ -10,6 +10,7 @@ import numpy as np
 
 from ..graph import Apply, Constant
 from ..work import matmul_work
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .dimshuffle import reduce_to_broadcast
 from .type import TensorType
 from .var import as_tensor_variable
@@ -53,8 +54,7 @@ class Dot(XpOp):
         return thunk
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         x, y = inputs
         (gz,) = output_grads
         if x.type.ndim == 1 and y.type.ndim == 1:

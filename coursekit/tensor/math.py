@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from ..scalar import ops as scalar_ops
 from .blas import Dot
 from .elemwise import DimShuffle, Elemwise
@@ -140,9 +141,7 @@ def dot(x, y):
     if x.type.ndim == 0 or y.type.ndim == 0:
         return mul(x, y)
     if x.type.ndim > 2 or y.type.ndim > 2:
-        from .extra_ops import nd_dot  # built from tensordot, which uses this function
-
-        return nd_dot(x, y)
+        return _tensor.extra_ops.nd_dot(x, y)  # built from tensordot, which uses this function
     return _DOT(x, y)
 
 
@@ -210,9 +209,7 @@ def dimshuffle(x, *pattern):
 
 
 def softmax(x):
-    from .nnet import softmax as _softmax
-
-    return _softmax(x)
+    return _tensor.nnet.softmax(x)
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]
