@@ -200,17 +200,33 @@ def host_scalars(fgraph):
     """
     if fgraph.placed or getattr(fgraph, "host_scalar_nodes", None) is not None:
         return 0
-    stays = set()
-    for node in fgraph.toposort():
+    stays, order = set(), fgraph.toposort()
+    for node in order:
         if not all(one_element(o) for o in node.outputs):
             continue
         if all(isinstance(v, Constant) or (v.owner is None and not isinstance(v.type, GpuArrayType))
                or v.owner in stays for v in node.inputs):
             stays.add(node)
+    for node in reversed(order):   # keep only what no device op would have to copy over again
+        if node in stays and not all(_takes_host_value(client, var, stays)
+                                     for var in node.outputs for client, _ in fgraph.clients.get(var, ())):
+            stays.discard(node)
     fgraph.host_scalar_nodes = stays
     if stays:
         fgraph.rewrite_log.append(("placement", "host_scalars", f"{len(stays)} node(s) stay on the host"))
     return 0
+
+
+def _takes_host_value(client, var, stays):
+    """Can ``client`` read the one-element host value ``var`` without a copy to the device?"""
+    if client == "output" or client in stays:
+        return True
+    op = client.op
+    if getattr(op, "scalar_arguments", False) and var.type.ndim == 0:
+        return True
+    may_go = (getattr(op, "device", "cpu") == "gpu" or getattr(op, "gpu_name", None)
+              or hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"))
+    return not may_go or (hasattr(op, "host_input") and op.host_input(client.inputs.index(var), var))
 
 
 @global_rewrite("placement", "gpu", "fast_compile")
