@@ -29,6 +29,7 @@ module name or a label string.  CuPy is imported by :class:`CudaDevice` only.
 """
 from __future__ import annotations
 
+import importlib
 import time
 
 import numpy as np
@@ -95,6 +96,7 @@ class Device:
     array_type = np.ndarray  # what this device's memory looks like from Python
     raw_kernels = "emulator"  # how coursekit.cuda runs hand-written CUDA C for this device
     model = None            # a cost model attached to this device object (see the module docstring)
+    blas = None             # a BLAS module shaped like cupy.cublas (gemm, gemv into given buffers), or None
 
     # -- memory ---------------------------------------------------------------
     def is_device_array(self, value) -> bool:
@@ -238,6 +240,7 @@ class CudaDevice(GPUDevice):
         self.label = f"GPU {index}: {self.card} (CuPy)"
         self.array_type = cupy.ndarray
         self.handle_class = handle_class(cupy.ndarray)  # numpy.asarray(result) copies home, as in Theano
+        self.blas = importlib.import_module(f"{cupy.__name__}.cublas")  # GEMM/GEMV: one cuBLAS call each
         self._kernels = {}
 
     def is_device_array(self, value):
