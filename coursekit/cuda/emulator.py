@@ -157,7 +157,8 @@ class EmulatorKernel:
         slots, arrays, copy_back = self._marshal(args, pooled)
         level = self.module.check if check is None else check_level(check)
         if level in (True, "memory") and self.module.count_reads:
-            raise ValueError(f"kernel {self.name}: a module built with count_reads=True counts loads in this "
+            flag = "counts" if self.module.warp_counts else "count_reads"
+            raise ValueError(f"kernel {self.name}: a module built with {flag}=True counts loads in this "
                              f"process; launch it with check=False or check='races' (check={check!r} asked for the "
                              f"AddressSanitizer subprocess), and check bounds with a module built without it")
         self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
