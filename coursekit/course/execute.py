@@ -76,8 +76,9 @@ def main(argv: list[str]) -> int:
         def format_kernel_cmd(self, extra_arguments=None):
             self.kernel_spec.interrupt_mode = "message"
             return sandbox.kernel_command(
-                super().format_kernel_cmd(extra_arguments), workdir=config["workdir"], ipc_dir=config["ipc_dir"],
-                report_dir=config.get("report_dir"),
+                super().format_kernel_cmd(extra_arguments), ipc_dir=config["ipc_dir"],
+                workdir=None if config.get("private_home") else config["workdir"],
+                report_dir=config.get("report_dir"), bwrap_flags=config.get("bwrap_flags", ()),
                 env=sandbox.sandbox_env(dict(os.environ), config["bubblewrap"]), limits=config["limits"],
                 cgroup_procs=config["cgroup"], bubblewrap=config["bubblewrap"])
 

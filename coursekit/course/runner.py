@@ -103,6 +103,7 @@ def run_notebook(
         config = {
             "workdir": str(kernel_dir), "ipc_dir": str(ipc_dir), "limits": limits.__dict__,
             "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
+            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None,
             "report_dir": str(report_dir) if judge else None, "nonce": nonce,
         }
         reporting = {REPORT_DIR_ENV: str(report_dir), NONCE_ENV: nonce} if judge else {}
