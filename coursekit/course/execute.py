@@ -8,7 +8,9 @@ timeout with an interrupt by message), and writes one JSON line per event to a p
 never holds: ``judged`` (the graded cells whose verdict comes from a judge), ``kernel``, ``start``,
 ``done``, ``crashed``, ``failed``, then — after the kernel has gone — one ``verdict`` per judged cell
 from :func:`coursekit.course.judge.judge_cells`, run here with the grader's own Python, and
-``finished``.
+``finished``. Texts in events are cut to :data:`TEXT_LIMIT` characters here, and this process joins
+the run's cgroup: a 150 MB exception message or a judge made to allocate costs the run's memory,
+never the grader's.
 
 At module level this file imports only the standard library and its stdlib-only sibling
 ``sandbox``; nbformat, nbclient and the judge are imported when the child starts.
@@ -31,6 +33,7 @@ else:  # started by path: import the stdlib-only sibling by path too
 TIMEOUT_ENAME = "CoursekitCellTimeout"
 IOPUB_QUEUE = 16          # output messages that may wait to be read (ZeroMQ's default: 1000)
 METADATA_KEY = "coursekit"
+TEXT_LIMIT = 4096         # characters of an error's name, message or verdict sent to the grader
 
 
 def judged_cells(nb) -> list[tuple[int, str, str]]:
@@ -62,6 +65,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--executed")
     args = parser.parse_args(argv)
     config = json.loads(args.sandbox)
+    for procs in config.get("cgroup") or []:   # this process (and the judge in it) counts as the run's memory
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
     output_limit = int(config["limits"].get("output_mb", 16)) * 1024 * 1024   # bytes of outputs kept
     log = os.fdopen(args.events_fd, "w", encoding="utf-8")
 
@@ -152,8 +158,8 @@ def main(argv: list[str]) -> int:
     def on_executed(cell, cell_index, execute_reply, **_):
         state["index"] = None
         content = (execute_reply or {}).get("content", {})
-        emit(event="done", index=cell_index, status=content.get("status", "error"),
-             ename=content.get("ename", ""), evalue=content.get("evalue", ""))
+        emit(event="done", index=cell_index, status=str(content.get("status", "error"))[:20],
+             ename=str(content.get("ename", ""))[:TEXT_LIMIT], evalue=str(content.get("evalue", ""))[:TEXT_LIMIT])
 
     client.on_notebook_start = on_start
     client.on_cell_execute = on_execute
@@ -163,7 +169,7 @@ def main(argv: list[str]) -> int:
     except DeadKernelError:
         emit(event="crashed", index=state["index"])
     except Exception as exc:  # e.g. the kernel could not start: report it instead of a bare exit code
-        emit(event="failed", message=f"{type(exc).__name__}: {exc}")
+        emit(event="failed", message=f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT])
     finally:
         if args.executed:
             Path(args.executed).parent.mkdir(parents=True, exist_ok=True)
@@ -171,8 +177,9 @@ def main(argv: list[str]) -> int:
     if judged:
         from coursekit.course.judge import judge_cells   # the grader's coursekit (PROJECT_ROOT first on the path)
 
-        for index, (status, reason) in judge_cells(judged, config["report_dir"], config["nonce"]).items():
-            emit(event="verdict", index=index, status=status, reason=reason)
+        verdicts = judge_cells(judged, config["report_dir"], config["nonce"], time_limit=args.cell_timeout)
+        for index, (status, reason) in verdicts.items():
+            emit(event="verdict", index=index, status=status, reason=reason[:TEXT_LIMIT])
     emit(event="finished")
     return 0
 

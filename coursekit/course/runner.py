@@ -40,6 +40,7 @@ __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protecti
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "execute.py"
+EVENTS_LIMIT = 8 * 2**20   # bytes of events read from one run; the child cuts each text to 4 KB
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -73,6 +74,7 @@ def run_notebook(
     kernel_name: str = "python3",
     limits: "sandbox.Limits | None" = None,
     judge: bool = True,
+    reports_path=None,
 ) -> NotebookRun:
     """Run the notebook at ``path`` in a separate process; never raises for what the notebook does.
 
@@ -85,7 +87,8 @@ def run_notebook(
     With ``judge`` (the default), graded cells that call :func:`coursekit.course.check.graded_check`
     report their observations to a folder of this run and are judged after the kernel has gone, in
     the runner's process; their outcome is the judge's verdict (``run.judged`` lists them). Other
-    cells' outcomes are what the kernel reported.
+    cells' outcomes are what the kernel reported. ``reports_path``, if given, receives a copy of
+    the observations the graded cells reported (``<cell id>.npz``) and ``nonce.txt``, to judge again.
     """
     limits = limits or sandbox.Limits()
     guard = protection()
@@ -140,12 +143,23 @@ def run_notebook(
             watch.kill()                      # the sweep: daemons and new sessions of the run end here
             memory = watch.over_memory or group.out_of_memory()
             group.close()
+        if reports_path:
+            _copy_reports(report_dir, Path(reports_path), nonce)
         output = _tail(output_path)
         events = channel.events()
         run = read_events(events, output, process.returncode, killed,
                            int(cell_timeout), notebook_timeout, memory and limits.memory_mb)
         run.protection = guard.label
         return run
+
+
+def _copy_reports(report_dir: Path, target: Path, nonce: str) -> None:
+    """Copy the regular ``.npz`` files the kernel left (never a link) and the run's nonce to ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "nonce.txt").write_text(nonce)
+    for entry in os.scandir(report_dir):
+        if entry.name.endswith(".npz") and entry.is_file(follow_symlinks=False):
+            (target / entry.name).write_bytes(Path(entry.path).read_bytes()[:64 * 2**20])
 
 
 def _tail(path: Path, limit: int = 64 * 1024) -> str:
@@ -164,9 +178,12 @@ class _Reader:
         self.thread.start()
 
     def _read(self, fd: int) -> None:
+        kept = 0
         with os.fdopen(fd, "rb") as pipe:
             for chunk in iter(lambda: pipe.read(65536), b""):
-                self.chunks.append(chunk)
+                if kept < EVENTS_LIMIT:        # past the cap: read and dropped (the pipe must not fill)
+                    self.chunks.append(chunk[:EVENTS_LIMIT - kept])
+                    kept += len(self.chunks[-1])
 
     def events(self) -> list[dict]:
         self.thread.join(timeout=10)
