@@ -60,8 +60,10 @@ UNREPORTED = ("not judged: {why} in this run, so it did not run as restored "
               "(code elsewhere in the notebook may be rewriting or skipping it)")
 
 
-def read_events(events, output, returncode, killed, cell_timeout, notebook_timeout, memory_mb=None) -> NotebookRun:
-    """Turn the child's event log into one :class:`CellOutcome` per code cell."""
+def read_events(events, output, returncode, killed, cell_timeout, notebook_timeout, memory_mb=None,
+                disk_mb=None) -> NotebookRun:
+    """Turn the child's event log into one :class:`CellOutcome` per code cell. ``memory_mb`` or
+    ``disk_mb``: the run was stopped at that limit of memory or of its folders on disk."""
     run = NotebookRun(stderr=output)
     running = None
     crashed = finished = False
@@ -92,12 +94,14 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
             failure = event.get("message", "")
         elif kind == "finished":
             finished = True
-    if memory_mb:
+    if memory_mb or disk_mb:
+        what = "memory" if memory_mb else "disk"
+        limit = memory_mb or disk_mb
         if running is None:
             running = crashed_in
         if running is not None:
-            run.cells[running] = CellOutcome(False, f"memory limit exceeded ({memory_mb} MB): the run was stopped")
-        run.default = CellOutcome(False, f"not run: the run was stopped at the memory limit ({memory_mb} MB)")
+            run.cells[running] = CellOutcome(False, f"{what} limit exceeded ({limit} MB): the run was stopped")
+        run.default = CellOutcome(False, f"not run: the run was stopped at the {what} limit ({limit} MB)")
     elif crashed:
         run.default = CellOutcome(False, "not run: kernel crashed earlier")
     elif killed:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +41,8 @@ __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protecti
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "execute.py"
+FREE_SPACE_FLOOR_MB = int(os.environ.get("COURSEKIT_GRADE_FREE_MB", "1024"))   # no run starts below it
+FOLDER_ENTRIES = 10_000    # files a run may leave in its folders on the grader's disk
 EVENTS_LIMIT = 8 * 2**20   # bytes of events read from one run; the child cuts each text to 4 KB
 
 
@@ -93,6 +96,11 @@ def run_notebook(
     limits = limits or sandbox.Limits()
     guard = protection()
     token = secrets.token_hex(8)
+    free_mb = shutil.disk_usage(tempfile.gettempdir()).free // 2**20
+    if free_mb < FREE_SPACE_FLOOR_MB:      # a full disk would fail this run for a reason not the student's
+        why = (f"not run: the grader's temporary folder {tempfile.gettempdir()} has {free_mb} MB free, below the "
+               f"{FREE_SPACE_FLOOR_MB} MB the grader keeps free (COURSEKIT_GRADE_FREE_MB): free space and grade again")
+        return NotebookRun(default=CellOutcome(False, why), protection=guard.label)
     with tempfile.TemporaryDirectory(prefix="coursekit-run-") as tmp:
         os.chmod(tmp, 0o700)
         kernel_dir = Path(workdir) if workdir else Path(tmp) / "work"
@@ -128,7 +136,7 @@ def run_notebook(
             )
         os.close(write_end)
         channel = _Reader(read_end)
-        watch = _Watch(process, group, token, limits)
+        watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir])
         _LIVE[process.pid] = watch
         killed = False
         try:
@@ -141,14 +149,15 @@ def run_notebook(
             _LIVE.pop(process.pid, None)
             watch.stop()
             watch.kill()                      # the sweep: daemons and new sessions of the run end here
-            memory = watch.over_memory or group.out_of_memory()
+            memory = not watch.over_disk and (watch.over_memory or group.out_of_memory())
             group.close()
         if reports_path:
             _copy_reports(report_dir, Path(reports_path), nonce)
         output = _tail(output_path)
         events = channel.events()
         run = read_events(events, output, process.returncode, killed,
-                           int(cell_timeout), notebook_timeout, memory and limits.memory_mb)
+                           int(cell_timeout), notebook_timeout, memory and limits.memory_mb,
+                           watch.over_disk and limits.disk_mb)
         run.protection = guard.label
         return run
 
@@ -197,23 +206,29 @@ class _Reader:
 
 
 class _Watch:
-    """Polls the run's memory (when no cgroup limits it) and kills every process of the run."""
+    """Polls the run's memory (when no cgroup limits it) and the size of the run's folders on the
+    grader's disk (the report and socket folders, which the kernel writes), and kills every process
+    of the run when one is over its limit."""
 
-    def __init__(self, process, group, token, limits):
-        self.process, self.group, self.token = process, group, token
+    def __init__(self, process, group, token, limits, folders):
+        self.process, self.group, self.token, self.folders = process, group, token, folders
         self.limit = limits.memory_mb * 1024 * 1024
-        self.over_memory = False
+        self.disk_limit = limits.disk_mb * 1024 * 1024
+        self.over_memory = self.over_disk = False
         self.stopped = threading.Event()
-        if not group.version:
-            threading.Thread(target=self._poll, daemon=True).start()
+        threading.Thread(target=self._poll, daemon=True).start()
 
     def pids(self) -> set[int]:
         return self.group.pids() if self.group.version else rungroup.processes_of_run(self.token, {self.process.pid})
 
     def _poll(self) -> None:
         while not self.stopped.wait(0.25):
-            if rungroup.memory_in_use(self.pids()) > self.limit:
+            if not self.group.version and rungroup.memory_in_use(self.pids()) > self.limit:
                 self.over_memory = True
+            size, entries = rungroup.folder_usage(self.folders, FOLDER_ENTRIES)
+            if size > self.disk_limit or entries > FOLDER_ENTRIES:
+                self.over_disk = True
+            if self.over_memory or self.over_disk:
                 self.kill()
                 return
 

@@ -153,6 +153,70 @@ def _bwrap_flags() -> tuple[str, ...] | None:
     return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
 
 
+def own_cgroups(version: str) -> list[Path]:
+    """The folders of this process's own cgroups (``/proc/self/cgroup``) that runs nest under:
+    ``[unified]`` for v2, ``[memory, pids]`` for v1. A limit put around the grader holds its runs too."""
+    paths = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        for controller in controllers.split(",") if controllers else [""]:
+            paths[controller] = path.lstrip("/")
+    if version == "v2":
+        return [CGROUP_ROOT / paths.get("", "")]
+    return [CGROUP_ROOT / name / paths.get(name, "") for name in ("memory", "pids")]
+
+
+def _cgroup_version() -> str | None:
+    """"v2" or "v1" when this process may create cgroups with memory and pids controllers under its own."""
+    if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
+        return None
+    for version in ("v2", "v1"):
+        if version == "v2" and not (CGROUP_ROOT / "cgroup.controllers").exists():
+            continue
+        paths = own_cgroups(version)
+        if version == "v2":      # the runs' memory and pids limits need the controllers enabled for children
+            control = paths[0] / "cgroup.subtree_control"
+            if not {"memory", "pids"} <= set(control.read_text().split() if control.exists() else []):
+                continue
+        probes = [p / f"coursekit-probe-{os.getpid()}" for p in paths]
+        try:
+            for probe in probes:
+                probe.mkdir()
+            return version
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                try:
+                    probe.rmdir()
+                except OSError:
+                    pass
+    return None
+
+
+OPTIONAL_FLAGS = ("--disable-userns", "--size")
+
+
+def _bwrap_flags() -> tuple[str, ...] | None:
+    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real
+    sandbox), or None when bubblewrap cannot make a sandbox at all here."""
+    def works(flags) -> bool:
+        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, 1), *_bind_args(), "--", sys.executable,
+                 "-I", "-S", "-c", "pass"]
+        try:
+            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if not works(()):
+        return None
+    return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
+
+
 def _cgroup_version() -> str | None:
     """"v2" or "v1" when this process may create cgroups with memory and pids controllers."""
     if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
