@@ -37,16 +37,26 @@ print(json.dumps({"peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss 
 '''
 
 
-def test_huge_error_messages_and_a_hungry_judge_cost_the_run_not_the_grader(tmp_path):
-    hog_cell = new_code_cell(JUDGE_HOG, metadata={"tags": ["graded"], "coursekit": {"id": "hog", "points": 1}})
-    nb = new_notebook(cells=[new_code_cell("raise ValueError('x' * 150_000_000)"), hog_cell,
-                             new_code_cell("after = 1")])
-    nbformat.write(nb, tmp_path / "bounds.ipynb")
+def _grade_in_a_fresh_process(tmp_path, cells):
+    nbformat.write(new_notebook(cells=cells), tmp_path / "bounds.ipynb")
     done = subprocess.run([sys.executable, "-c", GRADER, str(tmp_path / "bounds.ipynb")], capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    (raised, reason), (judged, verdict), (after, _) = result["outcomes"]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_exception_with_a_150_mb_message_costs_the_run_not_the_grader(tmp_path):
+    result = _grade_in_a_fresh_process(tmp_path, [new_code_cell("raise ValueError('x' * 150_000_000)"),
+                                                  new_code_cell("after = 1"), new_code_cell("after += 1")])
+    (raised, reason), (after, _), _ = result["outcomes"]
     assert not raised and reason.startswith("error: ValueError: xxx") and len(reason) <= 200, reason
+    assert after, "the cell after it ran"
+    assert result["peak_mb"] < 400, f"the grader's process peaked at {result['peak_mb']:.0f} MB"
+
+
+def test_a_judge_made_to_allocate_meets_the_runs_limit_not_the_graders(tmp_path):
+    hog_cell = new_code_cell(JUDGE_HOG, metadata={"tags": ["graded"], "coursekit": {"id": "hog", "points": 1}})
+    result = _grade_in_a_fresh_process(tmp_path, [new_code_cell("x = 1"), hog_cell, new_code_cell("y = 2")])
+    _, (judged, verdict), _ = result["outcomes"]
     assert not judged, verdict
     assert result["peak_mb"] < 400, f"the grader's process peaked at {result['peak_mb']:.0f} MB"

@@ -33,6 +33,7 @@ else:  # started by path: import the stdlib-only sibling by path too
 TIMEOUT_ENAME = "CoursekitCellTimeout"
 IOPUB_QUEUE = 16          # output messages that may wait to be read (ZeroMQ's default: 1000)
 METADATA_KEY = "coursekit"
+RESTARTS = 3             # fresh kernels one notebook may get after its kernel died
 TEXT_LIMIT = 4096         # characters of an error's name, message or verdict sent to the grader
 
 
@@ -55,6 +56,7 @@ def main(argv: list[str]) -> int:
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+    from nbclient.util import run_sync
 
     parser = argparse.ArgumentParser(description="Run one notebook, logging cell events (internal).")
     parser.add_argument("notebook")
@@ -153,10 +155,13 @@ def main(argv: list[str]) -> int:
 
     def on_execute(cell, cell_index, **_):
         state["index"] = cell_index
-        emit(event="start", index=cell_index)
+        if not state.get("replaying"):
+            emit(event="start", index=cell_index)
 
     def on_executed(cell, cell_index, execute_reply, **_):
         state["index"] = None
+        if state.get("replaying"):
+            return
         content = (execute_reply or {}).get("content", {})
         emit(event="done", index=cell_index, status=str(content.get("status", "error"))[:20],
              ename=str(content.get("ename", ""))[:TEXT_LIMIT], evalue=str(content.get("evalue", ""))[:TEXT_LIMIT])
@@ -165,9 +170,11 @@ def main(argv: list[str]) -> int:
     client.on_cell_execute = on_execute
     client.on_cell_executed = on_executed
     try:
-        client.execute()
+        graded = {index for index, cell in enumerate(nb.cells)
+                  if isinstance(cell.get("metadata", {}).get(METADATA_KEY), dict)}
+        run_sync(execute_with_restarts)(client, graded, state, emit, config)
     except DeadKernelError:
-        emit(event="crashed", index=state["index"])
+        emit(event="crashed", index=state["index"], memory=False)
     except Exception as exc:  # e.g. the kernel could not start: report it instead of a bare exit code
         emit(event="failed", message=f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT])
     finally:
@@ -182,6 +189,71 @@ def main(argv: list[str]) -> int:
             emit(event="verdict", index=index, status=status, reason=reason[:TEXT_LIMIT])
     emit(event="finished")
     return 0
+
+
+async def execute_with_restarts(client, graded: set[int], state: dict, emit, config: dict) -> None:
+    """Run every cell; when the kernel dies (a memory limit, a crash), start a fresh one, run the
+    cells before the dead one again (graded cells left out, outputs not kept, no events) and go on
+    with the next cell: a hog costs its own task. At most :data:`RESTARTS` times per notebook, and
+    not when the cells before it kill the fresh kernel too."""
+    from nbclient.exceptions import DeadKernelError
+
+    restarts = 0
+    client.reset_execution_trackers()
+    async with client.async_setup_kernel():
+        index = 0
+        while index < len(client.nb.cells):
+            cell = client.nb.cells[index]
+            before = memory_stops(config)
+            try:
+                await client.async_execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            except DeadKernelError:
+                emit(event="crashed", index=index, memory=memory_stops(config) > before,
+                     memory_mb=config["limits"].get("memory_mb"))
+                restarts += 1
+                if restarts > RESTARTS:
+                    return                      # the cells after it: "not run: kernel crashed earlier"
+                try:
+                    await _restart(client, graded, state, index)
+                except DeadKernelError:         # a cell before it kills the fresh kernel too
+                    return
+                emit(event="restarted", index=index)
+            index += 1
+
+
+async def _restart(client, graded: set[int], state: dict, dead: int) -> None:
+    import copy
+
+    state["replaying"] = True
+    try:
+        await client.km.restart_kernel(now=True)
+        client.kc.stop_channels()
+        await client.async_start_new_kernel_client()
+        for index, cell in enumerate(client.nb.cells[:dead]):
+            if cell.get("cell_type") == "code" and index not in graded:
+                await client.async_execute_cell(copy.deepcopy(cell), index, store_history=False)
+    finally:
+        state["replaying"] = False
+
+
+def memory_stops(config: dict) -> int:
+    """How often this run's kernel was stopped for memory so far: the cgroup's OOM kills, plus the
+    runner's own stops (``memory-stops`` in this process's folder) where no cgroup limits memory."""
+    count = 0
+    for procs in config.get("cgroup") or []:
+        folder = Path(procs).parent
+        for name in ("memory.events", "memory.oom_control"):     # cgroup v2, v1
+            try:
+                for line in (folder / name).read_text().splitlines():
+                    if line.startswith("oom_kill "):
+                        count += int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+    try:
+        count += int(Path("memory-stops").read_text() or 0)
+    except (OSError, ValueError):
+        pass
+    return count
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ def describe_error(ename: str, evalue: str, cell_timeout: int) -> str:
     return short(f"error: {ename}: {evalue}") if evalue else f"error: {ename}"
 
 
+RESTARTED = ("memory limit exceeded ({memory_mb} MB): the kernel was stopped, and a fresh one ran the cells "
+             "before it again and went on after it")
 UNREPORTED = ("not judged: {why} in this run, so it did not run as restored "
               "(code elsewhere in the notebook may be rewriting or skipping it)")
 
@@ -69,6 +71,7 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
     crashed = finished = False
     failure = crashed_in = None
     verdicts = {}
+    crash_cells: list[int] = []
     for event in events:
         kind = event.get("event")
         if kind == "judged":
@@ -87,14 +90,22 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
         elif kind == "crashed":
             crashed = True
             crashed_in = event.get("index")
-            if event.get("index") is not None:
-                run.cells[event["index"]] = CellOutcome(False, "kernel crashed")
+            if crashed_in is not None:
+                run.cells[crashed_in] = CellOutcome(False, RESTARTED.format(memory_mb=event.get("memory_mb"))
+                                                    if event.get("memory") else "kernel crashed")
+                crash_cells.append(crashed_in)
             running = None
+        elif kind == "restarted":       # a fresh kernel re-ran the cells before and goes on after it
+            crashed = False
         elif kind == "failed":
             failure = event.get("message", "")
         elif kind == "finished":
             finished = True
-    if memory_mb or disk_mb:
+    if memory_mb and finished and not crashed and not killed:   # the run went on in fresh kernels
+        for index in crash_cells:
+            if run.cells[index].reason == "kernel crashed":
+                run.cells[index] = CellOutcome(False, RESTARTED.format(memory_mb=memory_mb))
+    elif memory_mb or disk_mb:
         what = "memory" if memory_mb else "disk"
         limit = memory_mb or disk_mb
         if running is None:

@@ -42,6 +42,7 @@ __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protecti
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "execute.py"
 FREE_SPACE_FLOOR_MB = int(os.environ.get("COURSEKIT_GRADE_FREE_MB", "1024"))   # no run starts below it
+KERNEL_STOPS = 4          # kernels stopped for memory before the whole run is (the child restarts 3)
 FOLDER_ENTRIES = 10_000    # files a run may leave in its folders on the grader's disk
 EVENTS_LIMIT = 8 * 2**20   # bytes of events read from one run; the child cuts each text to 4 KB
 
@@ -136,7 +137,7 @@ def run_notebook(
             )
         os.close(write_end)
         channel = _Reader(read_end)
-        watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir])
+        watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir], Path(tmp))
         _LIVE[process.pid] = watch
         killed = False
         try:
@@ -210,8 +211,8 @@ class _Watch:
     grader's disk (the report and socket folders, which the kernel writes), and kills every process
     of the run when one is over its limit."""
 
-    def __init__(self, process, group, token, limits, folders):
-        self.process, self.group, self.token, self.folders = process, group, token, folders
+    def __init__(self, process, group, token, limits, folders, cwd: Path):
+        self.process, self.group, self.token, self.folders, self.cwd = process, group, token, folders, cwd
         self.limit = limits.memory_mb * 1024 * 1024
         self.disk_limit = limits.disk_mb * 1024 * 1024
         self.over_memory = self.over_disk = False
@@ -222,15 +223,22 @@ class _Watch:
         return self.group.pids() if self.group.version else rungroup.processes_of_run(self.token, {self.process.pid})
 
     def _poll(self) -> None:
+        stops = 0
         while not self.stopped.wait(0.25):
-            if not self.group.version and rungroup.memory_in_use(self.pids()) > self.limit:
-                self.over_memory = True
             size, entries = rungroup.folder_usage(self.folders, FOLDER_ENTRIES)
             if size > self.disk_limit or entries > FOLDER_ENTRIES:
                 self.over_disk = True
-            if self.over_memory or self.over_disk:
                 self.kill()
                 return
+            if not self.group.version and rungroup.memory_in_use(self.pids()) > self.limit:
+                self.over_memory = True
+                stops += 1
+                if stops > KERNEL_STOPS:    # the runner itself over the limit, or a kernel that never learns
+                    self.kill()
+                    return
+                # the kernel's processes only: the runner starts a fresh kernel for the cells after it
+                (self.cwd / "memory-stops").write_text(str(stops))
+                rungroup.kill_until_gone(lambda: self.pids() - {self.process.pid}, rounds=5)
 
     def stop(self) -> None:
         self.stopped.set()
