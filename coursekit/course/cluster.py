@@ -77,13 +77,6 @@ def _connect(cluster):
                            "start one with `dask scheduler` (or dask-jobqueue) and pass its tcp://host:port") from None
 
 
-def describe(cluster) -> str:
-    """One line for the progress output: where the runs go."""
-    if cluster is None:
-        return "local"
-    return f"Dask cluster at {getattr(cluster, 'scheduler', None) and cluster.scheduler.address or cluster}"
-
-
 def dispatch(pool, calls: dict, finished, failed, retries: int = RETRIES) -> dict:
     """Run ``calls`` (``{key: (fn, args, kwargs)}``) on ``pool``; return ``{key: result}``.
 
