@@ -34,6 +34,7 @@ import nbformat
 
 from . import assignment as assignments
 from . import cluster as cluster_runs
+from . import kernel_cache
 from . import regrade
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .runner import kill_all, run_notebook, short
@@ -276,7 +277,7 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
             run_path = Path(tmp) / f"{reference.name}.ipynb"
             run_path.write_text(text, encoding="utf-8")
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed_path, env=GRADING_ENV)
+                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()))
     except Exception as exc:  # one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
