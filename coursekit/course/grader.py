@@ -325,14 +325,12 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     tasks = [(student, ref, students[student].get(ref.name)) for student in sorted(students) for ref in references]
     version = regrade.grader_version()
     prints = {(student, ref.name): regrade.fingerprint(path, ref) for student, ref, path in tasks}
-    earlier = regrade.index(previous or [])
-    results = {}
-    for student, ref, _ in tasks:
-        kept = regrade.reusable(earlier, (student, ref.name), prints[student, ref.name]) if previous else None
-        if kept is not None:
-            results[student, ref.name] = kept
-    calls = {(student, ref.name): (grade_one, (student, ref, path), dict(
-                 cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed_dir))
+    results = regrade.unchanged(previous, prints) if previous is not None else {}
+    # absolute paths (never resolved: a symbolic link must reach read_submission as one), so that a
+    # cluster worker started elsewhere finds the same files
+    executed = os.path.abspath(executed_dir) if executed_dir else None
+    calls = {(student, ref.name): (grade_one, (student, ref, Path(os.path.abspath(path)) if path else None), dict(
+                 cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
              for student, ref, path in tasks if (student, ref.name) not in results}
     if previous is not None and progress:
         print(f"regrade: {len(calls)} of {len(tasks)} notebooks changed (submission or judges); "

@@ -124,6 +124,14 @@ def reusable(previous, key, print_: Fingerprint):
     return [by_cell[cell_id] for cell_id in print_.judges]
 
 
+def unchanged(previous, prints: dict) -> dict:
+    """``{(student, notebook): previous rows}`` for every notebook of ``prints`` (``{key: Fingerprint}``)
+    whose previous rows can be kept (:func:`reusable`)."""
+    earlier = index(previous)
+    kept = {key: reusable(earlier, key, print_) for key, print_ in prints.items()}
+    return {key: rows for key, rows in kept.items() if rows is not None}
+
+
 def index(scores) -> dict:
     """``{(student, notebook): [rows]}``."""
     table: dict = {}
