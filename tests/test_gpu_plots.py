@@ -48,7 +48,7 @@ def test_timeline_lays_the_modelled_parts_end_to_end(call):
     spans = gpu_plots.timeline(call)
     assert spans[0][0] == 0 and spans[-1][1] == pytest.approx(call.device)
     assert all(a[1] == pytest.approx(b[0]) for a, b in zip(spans, spans[1:]))
-    assert {part for _, _, part, _ in spans} == {"alloc", "launch", "kernel", "transfer"}
+    assert {part for _, _, part, _ in spans} == {"alloc", "launch", "kernel", "transfer", "sync"}
     ax = gpu_plots.plot_timeline(call)
     assert len(ax.patches) == len(spans) and call.label in ax.get_title()
     plt.close(ax.figure)

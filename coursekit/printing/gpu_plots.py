@@ -17,7 +17,8 @@ import numpy as np
 
 from ..devices import costmodel, presets
 
-PART_COLOURS = {"alloc": "#8d6e63", "launch": "#9e9e9e", "kernel": "#4527a0", "transfer": "#c62828"}
+PART_COLOURS = {"alloc": "#8d6e63", "launch": "#9e9e9e", "kernel": "#4527a0", "transfer": "#c62828",
+                "sync": "#f9a825"}
 
 
 def roofline_points(call):
@@ -65,7 +66,8 @@ def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype
 
 
 def timeline(call):
-    """``[(start, end, part, op name)]`` in seconds from the call's start: the modelled ops one after another."""
+    """``[(start, end, part, op name)]`` in seconds from the call's start: the modelled ops one after another,
+    then the call's synchronisation if it has one (a profile's view: nothing overlaps)."""
     spans, now = [], 0.0
     for i, (node, cost) in enumerate(call.rows):
         for part in ("alloc", "launch", "kernel", "transfer"):
@@ -73,6 +75,8 @@ def timeline(call):
             if seconds:
                 spans.append((now, now + seconds, part, f"{i}: {node.op}"))
                 now += seconds
+    if call.parts.get("sync"):  # the call waits for the GPU once (its copy to the host)
+        spans.append((now, now + call.parts["sync"], "sync", "synchronise"))
     return spans
 
 
