@@ -61,8 +61,10 @@ class Timeline:
     """A virtual host clock and one clock per stream, advanced by the cost model (see the module docs)."""
 
     def __init__(self, model=None, pinned=False):
-        self.model = model if isinstance(model, costmodel.CostModel) else costmodel.model(model)
-        self.pinned = pinned
+        model = model if isinstance(model, costmodel.CostModel) else costmodel.model(model)
+        if pinned and not model.pinned:  # page-locked buffers: the pinned link rate as well as asynchrony
+            model = costmodel.model(model.spec, memory_pool=model.memory_pool, pinned=True)
+        self.model, self.pinned = model, pinned
         self.host = 0.0
         self.streams = {DEFAULT_STREAM: 0.0}
         self.current = DEFAULT_STREAM
