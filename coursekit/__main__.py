@@ -18,6 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from coursekit.config import config
+
 
 def _exercises(args) -> int:
     from coursekit.course.exercises import ExerciseError, generate
@@ -111,7 +113,6 @@ def _calibrate(args) -> int:
 
 
 def _gpu_models(args) -> int:
-    from coursekit.config import config
     from coursekit.devices import presets
     from coursekit.devices.calibrate import describe
 

@@ -22,6 +22,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+from . import wiring
 from .config import config as _config
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -115,11 +116,9 @@ class Variable:
 
     def eval(self, inputs_to_values=None):
         """Compile and evaluate this variable (a convenience, as in Theano)."""
-        from .compile.function import function
-
         inputs_to_values = inputs_to_values or {}
         inputs = list(inputs_to_values)
-        fn = function(inputs, self, on_unused_input="ignore")
+        fn = wiring.get("compile_function")(inputs, self, on_unused_input="ignore")
         return fn(*[inputs_to_values[v] for v in inputs])
 
 
@@ -228,9 +227,7 @@ class Op:
     def __call__(self, *inputs, **kwargs):
         node = self.make_node(*inputs, **kwargs)
         if _config.compute_test_value != "off":  # Theano's debugging aid: see coursekit/test_value.py
-            from .test_value import compute_test_values
-
-            compute_test_values(node)
+            wiring.get("compute_test_values")(node)
         return node.outputs[0] if len(node.outputs) == 1 else node.outputs
 
     def make_node(self, *inputs):

@@ -33,6 +33,7 @@ from pathlib import Path
 import nbformat
 
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from .report import number
 from .runner import kill_all, run_notebook, short
 from .scrutiny import warnings_for
 
@@ -372,8 +373,6 @@ class _Progress:
             self.bar.set_postfix_str(label, refresh=False)
             self.bar.update()
         elif self.enabled:
-            from .report import number
-
             got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
             # a notebook the student never handed in is counted, not run: say so rather than "graded"
             missing = bool(scores) and all(s.reason == "missing notebook" for s in scores)

@@ -32,6 +32,7 @@ from .args import In, InOut, Out
 from .errors import (BackendUnavailableError, CompileError, CudaError, IntegerDivisionError,
                      KernelArgumentError, KernelRuntimeError, KernelTimeoutError, LaunchConfigError,
                      MemoryAccessError, RaceConditionError, StackOverflowError)
+from . import compiler
 from .faults import guarded_empty
 from .module import SourceModule, gpu_available, kernel_device
 
@@ -76,8 +77,6 @@ def compile_check(source, options=()):
     Uses nvcc when it is installed (the verdict a GPU toolchain gives, cached)
     and always builds the CPU emulator's library too, so the kernels can run here.
     """
-    from . import compiler
-    from .module import SourceModule
     mod = SourceModule(source, options, backend="emulator")
     checked = ["g++ (CPU emulator)"]
     if mod.nvcc_verdict is not None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 from ..config import config
 from ..work import Work, work_of
-from . import presets
+from . import current, presets  # (the package never imports this module, so it is complete here)
 
 
 @dataclass(frozen=True)
@@ -219,8 +219,6 @@ def model_for(device=None):
     Otherwise: the preset named by ``config.gpu_model``.
     """
     if device is None:
-        from . import current  # the package imports this module lazily, never at its own import
-
         device = current()
     attached = getattr(device, "model", None)
     if attached is not None:

@@ -54,6 +54,10 @@ class GpuOp(Op):
         """Does input ``position`` stay in host memory?  As the CPU op declares."""
         return self.cpu_op.host_input(position, var)
 
+    def _scalar_argument(self, var):
+        """A 0-d host value that this op's kernels take as a scalar argument (placement's host_scalars rule)."""
+        return getattr(self.cpu_op, "scalar_arguments", False) and var.type.ndim == 0
+
     def grad(self, inputs, output_grads):
         """The CPU op's gradient (a twin built by user code, e.g. ``gpu_contiguous``, is differentiated before
         placement; placement then moves the gradient's nodes like any others)."""
@@ -65,7 +69,7 @@ class GpuOp(Op):
     def make_node(self, *inputs):
         """The CPU op's output types, in this device's memory; device inputs must already be on the device."""
         for k, var in enumerate(inputs):
-            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var):
+            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var) and not self._scalar_argument(var):
                 raise TypeError(f"{self}: input {k} ({var}) is not on the device; insert GpuFromHost first")
         stand_ins = [v.type.host_type().make_variable() if isinstance(v.type, GpuArrayType) else v for v in inputs]
         cpu_node = self.cpu_op.make_node(*stand_ins)

@@ -6,6 +6,7 @@ nodes: ``T.exp(x)``, ``T.dot(m, x)``, ``x.sum(axis=0)``, ``x[1:]``.
 """
 from __future__ import annotations
 
+from .. import wiring
 from ..config import config
 from . import nnet  # noqa: F401
 from .blas import Dot, Gemm, Gemv  # noqa: F401
@@ -84,28 +85,10 @@ for _plural_name, _rank in (("scalars", "scalar"), ("vectors", "vector"), ("matr
         globals()[_prefix + _plural_name] = _plural(_rank, _dtype)
 
 
-def Rop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``J v`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Rop as _rop
-
-    return _rop(f, wrt, eval_points)
-
-
-def Lop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``v^T J`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Lop as _lop
-
-    return _lop(f, wrt, eval_points)
-
-
-def grad(cost, wrt, **kwargs):
-    """Symbolic gradient (see :func:`coursekit.gradient.grad`)."""
-    from ..gradient import grad as _grad
-
-    return _grad(cost, wrt, **kwargs)
-
-
 def __getattr__(name):
+    # T.grad, T.Rop, T.Lop: Theano shows them here, but they live above tensor (coursekit/wiring.py)
+    if name in ("grad", "Rop", "Lop"):
+        return wiring.get(name)
     # T.shared_randomstreams loads on first use (it needs the compile package, which needs this one)
     if name in ("shared_randomstreams", "signal"):
         import importlib

@@ -1,6 +1,6 @@
 """Elementwise ops over tensors (``DimShuffle`` lives in :mod:`coursekit.tensor.dimshuffle`).
 
-``Elemwise(scalar_op)`` lifts a :class:`~coursekit.tensor.scalar.ScalarOp`
+``Elemwise(scalar_op)`` lifts a :class:`~coursekit.scalar.ops.ScalarOp`
 to whole arrays with NumPy broadcasting.  Inputs of lower rank are padded on
 the left with broadcastable axes (a ``DimShuffle``), exactly as NumPy does
 implicitly; making it explicit keeps every input the same rank, which the
@@ -8,14 +8,13 @@ gradient (sum over broadcast axes) and the GPU code generator rely on.
 """
 from __future__ import annotations
 
-import operator
-
 import numpy as np
 
 from ..graph import Apply, Constant
+from ..scalar.cpu import fast_thunk, pattern_of
+from ..scalar.ops import SCALAR_OPERATORS
 from ..work import elementwise_work
 from .dimshuffle import DimShuffle, pad_left, reduce_to_broadcast  # noqa: F401 (DimShuffle: Theano's path)
-from .elemwise_thunks import fast_thunk, pattern_of
 from .type import TensorType
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -44,6 +43,9 @@ class Elemwise(XpOp):
         dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
         return Apply(self, inputs, [TensorType(dtype, bcast).make_variable()])
 
+    # a GPU kernel takes a 0-d host value as a scalar argument: placement (host_scalars) need not copy it over
+    scalar_arguments = True
+
     def host_input(self, position, var):
         """One-element constants stay on the host: a GPU kernel takes them as scalar arguments."""
         return isinstance(var, Constant) and var.data.size == 1
@@ -66,7 +68,8 @@ class Elemwise(XpOp):
     def device_kernel(self, device, node):
         """The device's generated kernel for the scalar op (ONE CUDA kernel on a GPU, NumPy ufuncs on sim)."""
         kernel = device.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype)
-        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v)] if device.xp is not np else ()
+        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v) or type(v.type) is TensorType
+                   and v.type.ndim == 0] if device.xp is not np else ()   # host values: scalar arguments
         return elementwise_runner(kernel, node, device.xp, scalars)
 
     def perform(self, node, inputs, output_storage):
@@ -178,7 +181,7 @@ class Elemwise(XpOp):
 
 
 def _loop_thunk(loop, ins, cell, generic):
-    """A numba loop kernel's thunk (``rewriting/numba_kernels.py``): it checks the lengths
+    """A numba loop kernel's thunk (``scalar/numba_kernels.py``): it checks the lengths
     itself; inputs it cannot loop over (broadcasting, errors) take the ``generic`` path."""
     if len(ins) == 1:
         (a,) = ins
@@ -231,12 +234,6 @@ def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
                 break
 
     return run
-
-
-# Ops whose Python operator on NumPy scalars gives exactly the ufunc's result (same dtype rules,
-# same IEEE arithmetic and warnings), at a tenth of a ufunc call's cost on 0-d values (W2).
-SCALAR_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "true_div": operator.truediv,
-              "neg": operator.neg}
 
 
 def _scalar_operator(node):

@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
+from ..scalar.ops import ScalarOp, register, zero_grads
 from . import math as M
 from .elemwise import Elemwise, reduce_to_broadcast
-from .scalar import ScalarOp, _zero_grads, register
 from .type import TensorType, host_like
 from .var import as_tensor_variable, weak_constants
 from .xpop import XpOp, add_at
@@ -33,10 +33,10 @@ def _round_half_even(x, out=None):
     return np.round(x, out=out) if out is not None else np.round(x)
 
 
-ROUND_HALF_AWAY = Elemwise(register(ScalarOp("round_half_away_from_zero", 1, _round_half_away, _zero_grads,
+ROUND_HALF_AWAY = Elemwise(register(ScalarOp("round_half_away_from_zero", 1, _round_half_away, zero_grads,
                                              "round({0})")))
-ROUND_HALF_EVEN = Elemwise(register(ScalarOp("round_half_to_even", 1, _round_half_even, _zero_grads, "rint({0})")))
-XOR = Elemwise(register(ScalarOp("xor", 2, np.bitwise_xor, _zero_grads, "({0} ^ {1})")))
+ROUND_HALF_EVEN = Elemwise(register(ScalarOp("round_half_to_even", 1, _round_half_even, zero_grads, "rint({0})")))
+XOR = Elemwise(register(ScalarOp("xor", 2, np.bitwise_xor, zero_grads, "({0} ^ {1})")))
 
 
 def round(a, mode=None):  # noqa: A001 - Theano's name

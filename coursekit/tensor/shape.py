@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .type import TensorType
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -45,8 +46,6 @@ class ShapeI(Op):
         return f"Shape_i{{{self.i}}}"
 
     def make_node(self, x):
-        from .var import as_tensor_variable
-
         x = as_tensor_variable(x)
         if not 0 <= self.i < x.type.ndim:
             raise ValueError(f"Shape_i{{{self.i}}}: {x} has {x.type.ndim} dimension(s)")
@@ -104,9 +103,7 @@ class Reshape(XpOp):
 
     def grad(self, inputs, output_grads):
         x, _ = inputs
-        from . import math as M
-
-        return [M.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
+        return [_tensor.math.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
 
 
 class Join(XpOp):
@@ -131,8 +128,7 @@ class Join(XpOp):
         output_storage[0][0] = xp.concatenate(inputs, axis=self.axis)
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         (gz,) = output_grads
         grads, start = [], 0
         sizes = [M.shape(t)[self.axis] for t in inputs]

@@ -7,7 +7,7 @@ types say which is which: an input with every dimension broadcastable has
 length 1 everywhere, so it cannot set the result's shape, and an input with
 some dimension not broadcastable (a *wide* one) must agree with the others.
 So one comparison of the wide inputs' shapes replaces the general broadcast
-check (:func:`coursekit.tensor.elemwise.fits_buffer`), and narrow inputs are
+check (``fits_buffer`` in :mod:`coursekit.tensor.elemwise`), and narrow inputs are
 passed as 0-d arrays, which NumPy broadcasts about twice as fast as a (1,)
 array (W3: ``mul(1/N, p - y)``).
 
