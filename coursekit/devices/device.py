@@ -190,6 +190,12 @@ class SimDevice(GPUDevice):
     label = DEVICE_LABEL
     simulated = True
     array_type = SimArray
+    timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
+
+    def synchronize(self):
+        """Nothing is queued on the simulated GPU itself; an attached modelled timeline is synchronised."""
+        if self.timeline is not None:
+            self.timeline.synchronize()
 
     def is_device_array(self, value):
         return type(value) is SimArray
