@@ -208,9 +208,10 @@ def dimshuffle(x, *pattern):
 
 
 def softmax(x):
-    from .nnet import softmax as _softmax
+    """Softmax over the last axis, keeping the input's rank (``T.nnet.softmax`` makes a vector a row)."""
+    from .nnet import Softmax
 
-    return _softmax(x)
+    return Softmax()(x)
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]

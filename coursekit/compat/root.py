@@ -1,0 +1,55 @@
+"""``theano`` itself under the alias: coursekit's top level, plus Theano's names the course never needed.
+
+Everything ``import coursekit`` offers is here (read through to :mod:`coursekit`); this module adds
+``theano.clone``, ``theano.Param`` (Theano 0.7's name for :class:`~coursekit.compile.io.In`) and
+the submodules a Theano program reaches as attributes without importing them (``theano.ifelse``,
+``theano.gof``, ``theano.compile``, ``theano.gradient``).
+"""
+from __future__ import annotations
+
+import importlib
+
+import coursekit
+
+from .. import compile, ifelse, sandbox, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
+from ..compile.io import In
+from ..graph import Variable, clone_replace
+from . import gof  # noqa: F401
+
+__version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it); coursekit's own is separate
+
+
+def clone(output, replace=None, strict=True, share_inputs=True):
+    """``theano.clone``: a copy of the graph above ``output`` with the variables in ``replace`` swapped.
+
+    Leaves stay shared (``share_inputs=False``, which copied them in Theano, is refused: compiled
+    functions here rely on a shared variable being one object)."""
+    if not share_inputs:
+        raise NotImplementedError("theano.clone(share_inputs=False) is not supported by coursekit; the copies "
+                                  "would be new shared variables. Use share_inputs=True (the default)")
+    if isinstance(replace, (list, tuple)):
+        replace = dict(replace)
+    single = isinstance(output, Variable)
+    outs = [output] if single else list(output)
+    new, _ = clone_replace(outs, {k: tensor.as_tensor_variable(v) for k, v in (replace or {}).items()})
+    return new[0] if single else new
+
+
+class Param(In):
+    """Theano 0.7's ``Param(variable, default=None, name=None, ...)``: an input with a default value."""
+
+    def __init__(self, variable, default=None, name=None, mutable=False, strict=False, allow_downcast=None,
+                 implicit=None, borrow=None):
+        super().__init__(variable, name=name, value=default, strict=strict, allow_downcast=allow_downcast,
+                         borrow=bool(borrow), mutable=mutable)
+
+
+def __getattr__(name):
+    value = getattr(coursekit, name)  # coursekit loads its heavier submodules on first use
+    if name in ("gradient", "printing", "scan_module", "random"):
+        return importlib.import_module(f"coursekit.{name}")
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(dir(coursekit)))
