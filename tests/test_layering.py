@@ -39,6 +39,7 @@ LOCAL_IMPORTS = {
     ("compile.linker", "printing"): "Jupyter display and exception_verbosity='high' only: " + LAZY,
     ("gradient", "rop"): "Rop/Lop re-exported at Theano's path: " + UPWARD,
     ("tensor", "rop"): "T.Rop/T.Lop re-export: " + UPWARD,
+    ("tensor", "gradient_extras"): "T.jacobian/T.hessian re-export (they differentiate, above tensor): " + UPWARD,
     ("tensor.var", FACADE): "x.transfer() calls coursekit.gpu_from_host/host_from_gpu: " + UPWARD,
     ("config", "devices"): "config.gpu_model is checked against the presets, which live with the devices: " + UPWARD,
     ("profiling", "modelled"): "a profile's modelled column: modelled builds on profiling: " + UPWARD,

@@ -6,6 +6,7 @@ with ``is_same_graph``; both walk the graph in the order Theano's did, so result
 """
 from __future__ import annotations
 
+import sys
 from collections import deque
 
 from ..fgraph import FunctionGraph  # noqa: F401
@@ -82,3 +83,6 @@ def is_same_graph(var1, var2, givens=None, debug=False):
         return all(same(x, y) for x, y in zip(a.owner.inputs, b.owner.inputs))
 
     return same(var1, var2)
+
+
+graph = sys.modules[__name__]  # theano.gof.graph: this same module (Theano kept these in a submodule)

@@ -14,7 +14,7 @@ import coursekit
 from .. import compile, ifelse, sandbox, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
 from ..compile.io import In
 from ..graph import Variable, clone_replace
-from . import gof  # noqa: F401
+from . import gof, gpuarray, gradient  # noqa: F401
 
 __version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it); coursekit's own is separate
 
@@ -46,7 +46,7 @@ class Param(In):
 
 def __getattr__(name):
     value = getattr(coursekit, name)  # coursekit loads its heavier submodules on first use
-    if name in ("gradient", "printing", "scan_module", "random"):
+    if name in ("printing", "scan_module", "random"):
         return importlib.import_module(f"coursekit.{name}")
     return value
 

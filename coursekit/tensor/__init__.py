@@ -24,9 +24,16 @@ from .construct import (ARange, Alloc, Eye, SpecifyShape, alloc, arange, eye, fi
 from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flatten, join,  # noqa: F401,E402
                         repeat, round, stack, tensordot, tile, xor)
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
+# Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
+from .legacy import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
+                     arctan2, cosh, erf, erfc, exp2, floor_div, inv, isinf, isnan, log2, log10, patternbroadcast,
+                     power, reciprocal, shape_padaxis, shape_padleft, shape_padright, sign, sinh, squeeze, tan,
+                     trunc, unbroadcast)
+from .cumulative import cumprod, cumsum  # noqa: F401,E402
+from .var import get_vector_length  # noqa: F401,E402
 
 _RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
-          "tensor4": (False,) * 4, "row": (True, False), "col": (False, True)}
+          "tensor4": (False,) * 4, "tensor5": (False,) * 5, "row": (True, False), "col": (False, True)}
 _PREFIXES = {"": None, "f": "float32", "d": "float64", "i": "int32", "l": "int64", "b": "int8",
              "w": "int16", "c": "complex64", "z": "complex128"}
 
@@ -103,6 +110,20 @@ def grad(cost, wrt, **kwargs):
     from ..gradient import grad as _grad
 
     return _grad(cost, wrt, **kwargs)
+
+
+def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """The Jacobian of a vector ``expression`` (see :func:`coursekit.gradient_extras.jacobian`)."""
+    from ..gradient_extras import jacobian as _jacobian
+
+    return _jacobian(expression, wrt, consider_constant, disconnected_inputs)
+
+
+def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """The Hessian of a scalar ``cost`` (see :func:`coursekit.gradient_extras.hessian`)."""
+    from ..gradient_extras import hessian as _hessian
+
+    return _hessian(cost, wrt, consider_constant, disconnected_inputs)
 
 
 def __getattr__(name):

@@ -100,11 +100,15 @@ def min(x, axis=None, keepdims=False):  # noqa: A001
     return _reduce(Min, x, axis, keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
-    """Sum divided by the number of elements (float32 stays float32, ints give float64)."""
+def mean(x, axis=None, keepdims=False, dtype=None, acc_dtype=None, op=False):
+    """Sum divided by the number of elements (float32 stays float32, ints give float64).
+
+    ``dtype`` (Theano's argument): the dtype of the result, e.g. ``T.mean(int_vector, dtype=floatX)``;
+    ``acc_dtype``: the dtype the sum accumulates in."""
     x = as_tensor_variable(x)
-    total = sum(x, axis, keepdims)
+    total = sum(x, axis, keepdims, dtype=acc_dtype or (dtype if dtype and np.dtype(dtype).kind == "f" else None))
     out_dtype = "float64" if total.type.dtype[0] not in "fc" else total.type.dtype
+    out_dtype = np.dtype(dtype).name if dtype is not None else out_dtype
     count = NumElements(normalize_axis(axis, x.type.ndim, "mean"), out_dtype)(x)
     return true_div(cast(total, out_dtype), count)
 

@@ -72,7 +72,17 @@ class _TensorMethods:
         return True
 
     def __iter__(self):
-        raise TypeError("a symbolic tensor cannot be iterated over; index it (x[i]) or use a reduction instead")
+        """A vector whose length the graph knows (``x.shape``, a constant) unpacks, as in Theano:
+        ``rows, cols = x.shape``.  Anything else cannot be iterated over."""
+        if self.type.ndim == 1:
+            try:
+                n = get_vector_length(self)
+            except ValueError:
+                n = None
+            if n is not None:
+                return iter([self[i] for i in range(n)])
+        raise TypeError("a symbolic tensor cannot be iterated over (its length is not known until it runs); "
+                        "index it (x[i]) or use a reduction instead")
 
     def __len__(self):
         raise TypeError("len() of a symbolic tensor is not known until it runs; use x.shape[0]")
@@ -117,8 +127,9 @@ class _TensorMethods:
     def __getitem__(self, index): return _M().getitem(self, index)
 
     # reductions -------------------------------------------------------
-    def sum(self, axis=None, keepdims=False): return _M().sum(self, axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return _M().mean(self, axis, keepdims=keepdims)
+    def sum(self, axis=None, keepdims=False, dtype=None): return _M().sum(self, axis, keepdims=keepdims, dtype=dtype)
+    def mean(self, axis=None, keepdims=False, dtype=None, acc_dtype=None):
+        return _M().mean(self, axis, keepdims=keepdims, dtype=dtype, acc_dtype=acc_dtype)
     def max(self, axis=None, keepdims=False): return _M().max(self, axis, keepdims=keepdims)
     def min(self, axis=None, keepdims=False): return _M().min(self, axis, keepdims=keepdims)
     def prod(self, axis=None, keepdims=False): return _M().prod(self, axis, keepdims=keepdims)
@@ -239,6 +250,23 @@ def as_tensor_variable(value, name=None, ndim=None):
     if ndim is not None and result.type.ndim != ndim:
         raise TypeError(f"expected a {ndim}-d tensor, got {result.type}")
     return result
+
+
+def get_vector_length(v):
+    """The length of a symbolic vector when the graph knows it (``x.shape``, a constant, a stack of scalars)."""
+    v = as_tensor_variable(v)
+    if v.type.ndim != 1:
+        raise TypeError(f"get_vector_length: {v} is not a vector ({v.type})")
+    if getattr(v, "data", None) is not None:
+        return len(v.data)
+    node = v.owner
+    if node is not None and type(node.op).__name__ == "Shape":
+        return node.inputs[0].type.ndim
+    if node is not None and type(node.op).__name__ == "MakeVector":
+        return len(node.inputs)
+    if v.type.broadcastable[0]:
+        return 1
+    raise ValueError(f"the length of {v} is not known until the function runs; index it (v[i]) instead")
 
 
 def weak_constants(args, scalar_op=None):

@@ -6,7 +6,7 @@ With ``--report`` the porting report is printed to stderr when the program ends,
 """
 from __future__ import annotations
 
-import argparse
+import argparse  # only its Namespace: the program's own options must pass through untouched
 import atexit
 import os
 import runpy
@@ -15,21 +15,37 @@ import sys
 from . import install, report
 
 
+USAGE = ("usage: python -m coursekit.theano [--report] [--report-to FILE] [--shadow-real-theano] "
+         "(script.py | -m module) [args...]")
+
+
 def _parse(argv):
-    parser = argparse.ArgumentParser(
-        prog="python -m coursekit.theano",
-        description="Run a Theano program unchanged on coursekit (import theano resolves to coursekit).")
-    parser.add_argument("--report", action="store_true", help="print the porting report to stderr at exit")
-    parser.add_argument("--report-to", default=None, metavar="FILE",
-                        help="write the porting report to FILE at exit (FILE.json: as JSON)")
-    parser.add_argument("--shadow-real-theano", action="store_true",
-                        help="use coursekit even though a real Theano is installed")
-    parser.add_argument("-m", dest="module", default=None, help="run a library module as a script (like python -m)")
-    parser.add_argument("program", nargs=argparse.REMAINDER, help="script.py and its arguments")
-    args = parser.parse_args(argv)
-    if args.module is None and not args.program:
-        parser.error("name a script (python -m coursekit.theano script.py) or a module (-m pytest ...)")
-    return args
+    """Options up to the script or ``-m module``; everything after belongs to the program (as with python)."""
+    args = argparse.Namespace(report=False, report_to=None, shadow_real_theano=False, module=None, program=[])
+    i = 0
+    while i < len(argv):
+        item = argv[i]
+        if item in ("-h", "--help"):
+            print(USAGE + "\n\n" + (__doc__ or ""))
+            raise SystemExit(0)
+        if item == "--report":
+            args.report = True
+        elif item == "--shadow-real-theano":
+            args.shadow_real_theano = True
+        elif item in ("--report-to", "-m") and i + 1 < len(argv):
+            if item == "-m":
+                args.module, args.program = argv[i + 1], argv[i + 2:]
+                return args
+            args.report_to = argv[i + 1]
+            i += 1
+        elif item.startswith("-"):
+            raise SystemExit(f"{USAGE}\npython -m coursekit.theano: unknown option {item!r} (options of the "
+                             "program go after the script or the module)")
+        else:
+            args.program = argv[i:]
+            return args
+        i += 1
+    raise SystemExit(f"{USAGE}\npython -m coursekit.theano: name a script (script.py) or a module (-m pytest ...)")
 
 
 def main(argv=None):

@@ -12,7 +12,11 @@ REAL_ROOT = "coursekit"
 # Theano module path -> coursekit module path (for names that moved; the rest map by prefix)
 MOVED = {
     "theano": "coursekit.compat.root",
+    "theano.gradient": "coursekit.compat.gradient",
     "theano.gof": "coursekit.compat.gof",
+    "theano.gpuarray": "coursekit.compat.gpuarray",
+    "theano.sandbox.gpuarray": "coursekit.compat.gpuarray",
+    "theano.scan_module.scan_utils": "coursekit.compat.scan_utils",
     "theano.gof.graph": "coursekit.compat.gof",
     "theano.gof.op": "coursekit.compat.gof",
     "theano.gof.utils": "coursekit.compat.gof",
@@ -28,7 +32,7 @@ MOVED = {
 }
 
 
-_ROOT_ONLY = ("gof",)  # top-level Theano packages that live under coursekit.compat
+_ROOT_ONLY = ("gof", "gpuarray")  # top-level Theano packages that live under coursekit.compat
 
 
 def real_name(alias):

@@ -43,6 +43,8 @@ class AliasModule(types.ModuleType):
         try:
             value = getattr(real, name)
         except AttributeError:
+            if _module_exists(where):  # a submodule not imported yet: theano.sandbox.rng_mrg, theano.gof.graph
+                return importlib.import_module(where)
             RECORD.missing(where)
             raise AttributeError(f"{where}: coursekit has no {name!r} in {real.__name__} (a Theano name it does "
                                  f"not implement yet); see the porting report (python -m coursekit.theano "
@@ -65,6 +67,14 @@ class AliasModule(types.ModuleType):
 
     def __repr__(self):
         return f"<module {self.__name__!r}: coursekit's {object.__getattribute__(self, '_real').__name__}>"
+
+
+def _module_exists(alias):
+    real = real_name(alias)
+    try:
+        return real is not None and importlib.util.find_spec(real) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 class _AliasLoader(importlib.abc.Loader):
