@@ -13,7 +13,7 @@ import coursekit
 
 from .. import compile, ifelse, sandbox, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
 from ..compile.io import In
-from ..graph import Variable, clone_replace
+from ..graph import Constant, Variable, clone_replace, graph_inputs
 from . import gof, gpuarray, gradient  # noqa: F401
 
 __version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it); coursekit's own is separate
@@ -22,16 +22,18 @@ __version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it
 def clone(output, replace=None, strict=True, share_inputs=True):
     """``theano.clone``: a copy of the graph above ``output`` with the variables in ``replace`` swapped.
 
-    Leaves stay shared (``share_inputs=False``, which copied them in Theano, is refused: compiled
-    functions here rely on a shared variable being one object)."""
-    if not share_inputs:
-        raise NotImplementedError("theano.clone(share_inputs=False) is not supported by coursekit; the copies "
-                                  "would be new shared variables. Use share_inputs=True (the default)")
+    ``share_inputs=False`` also copies the symbolic inputs (shared variables stay the same object: their
+    storage is the point of them, as Theano's copies shared their storage too)."""
     if isinstance(replace, (list, tuple)):
         replace = dict(replace)
     single = isinstance(output, Variable)
     outs = [output] if single else list(output)
-    new, _ = clone_replace(outs, {k: tensor.as_tensor_variable(v) for k, v in (replace or {}).items()})
+    swap = {k: tensor.as_tensor_variable(v) for k, v in (replace or {}).items()}
+    if not share_inputs:
+        for leaf in graph_inputs(outs, blockers=list(swap)):
+            if leaf not in swap and not isinstance(leaf, Constant):
+                swap[leaf] = leaf.clone()
+    new, _ = clone_replace(outs, swap)
     return new[0] if single else new
 
 

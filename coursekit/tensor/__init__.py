@@ -26,7 +26,8 @@ from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flat
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
 # Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
 from .legacy import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
-                     arctan2, cosh, erf, erfc, exp2, floor_div, inv, isinf, isnan, log2, log10, patternbroadcast,
+                     arctan2, cosh, erf, erfc, exp2, flatnonzero, floor_div, inv, isinf, isnan, log2, log10, nonzero,
+                     patternbroadcast,
                      power, reciprocal, shape_padaxis, shape_padleft, shape_padright, sign, sinh, squeeze, tan,
                      trunc, unbroadcast)
 from .cumulative import cumprod, cumsum  # noqa: F401,E402

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Variable  # noqa: F401  (T.Variable: Theano's tensor namespace re-exported it)
 from .scalar import ScalarOp, register
-from .math import _elemwise, cast, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr
+from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr
 from .math import abs as _abs, exp, log, sqrt, zeros_like  # noqa: F401
 from .type import TensorType
 from .var import as_tensor_variable
@@ -166,3 +166,36 @@ def squeeze(x):
     """``x`` without its broadcastable axes (Theano's ``T.squeeze``: the axes known to have length 1)."""
     x = as_tensor_variable(x)
     return x.dimshuffle(*[i for i, b in enumerate(x.type.broadcastable) if not b])
+
+
+class Nonzero(XpOp):
+    """The indices of the non-zero elements: one int64 vector per axis (``numpy.nonzero``)."""
+
+    gpu_name = "GpuNonzero"
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if x.type.ndim == 0:
+            raise ValueError("nonzero of a scalar is not defined (as in NumPy 2); make it a vector first")
+        return Apply(self, [x], [TensorType("int64", (False,)).make_variable() for _ in range(x.type.ndim)])
+
+    def run(self, xp, inputs, output_storage):
+        for storage, idx in zip(output_storage, xp.nonzero(inputs[0])):
+            storage[0] = idx.astype("int64", copy=False)
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [None]
+
+
+def nonzero(a, return_matrix=False):
+    """Theano's ``nonzero``: a tuple of index vectors (or, with ``return_matrix``, one (ndim, n) matrix)."""
+    idx = Nonzero()(a)
+    idx = list(idx) if isinstance(idx, (list, tuple)) else [idx]
+    if return_matrix:
+        return stack(idx)
+    return tuple(idx)
+
+
+def flatnonzero(a):
+    """The indices of the non-zero elements of the flattened ``a``."""
+    return nonzero(as_tensor_variable(a).flatten())[0]

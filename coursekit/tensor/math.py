@@ -13,7 +13,7 @@ from .elemwise import DimShuffle, Elemwise
 from .reduction import Max, Min, NumElements, Prod, Sum, normalize_axis
 from .shape import Join, MakeVector, Reshape, Shape
 from .subtensor import make_subtensor
-from .var import as_tensor_variable, constant, weak_constants
+from .var import as_tensor_variable, constant, get_vector_length, weak_constants
 
 _ELEMWISE_CACHE: dict = {}
 
@@ -158,6 +158,8 @@ def shape(x):
 
 
 def getitem(x, index):
+    if isinstance(index, list) and any(isinstance(i, slice) or i is None or i is Ellipsis for i in index):
+        index = tuple(index)  # Theano (and NumPy before 1.23) read a list holding slices as a tuple index
     return make_subtensor(x, index)
 
 
@@ -191,7 +193,11 @@ def reshape(x, newshape, ndim=None):
     else:
         shape_var = as_tensor_variable(newshape)
         if ndim is None:
-            raise ValueError("reshape with a symbolic shape vector needs ndim=... (the length of that vector)")
+            try:
+                ndim = get_vector_length(shape_var)  # x.reshape(y.shape): the graph knows the length
+            except (ValueError, TypeError):
+                raise ValueError("reshape with a symbolic shape vector needs ndim=... (the length of that "
+                                 "vector)") from None
     return Reshape(ndim)(x, shape_var)
 
 

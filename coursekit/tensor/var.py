@@ -149,6 +149,11 @@ class _TensorMethods:
         return out
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
+    def nonzero(self, return_matrix=False):
+        from .legacy import nonzero
+
+        return nonzero(self, return_matrix)
+
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
 
     def transfer(self, target):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import Apply
+from ...graph import Apply, Variable
 from ..math import zeros_like
 from ..type import TensorType, host_like
 from ..var import as_tensor_variable
@@ -171,7 +171,10 @@ def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="m
     if ws is None:
         raise TypeError("pool_2d: give the window size ws=(rows, cols)")
     stride = stride if stride is not None else (st if st is not None else ws)
-    pad = padding if padding is not None else pad
+    pad = padding if padding is not None else (pad if pad is not None else (0, 0))
+    if any(isinstance(v, Variable) for v in (ws, stride, pad)):
+        raise ValueError("pool_2d: symbolic window sizes, strides or padding (a tensor variable) are not supported "
+                         "by coursekit; give them as ints (Theano 0.9's pool_2d took only ints as well)")
     if mode == "average":
         mode = "average_inc_pad"
     if mode not in MODES:
