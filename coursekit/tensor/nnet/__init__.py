@@ -6,7 +6,9 @@ as Theano's did (programs index ``p[0]`` or take ``argmax(p, axis=1)``); ``T.sof
 """
 from __future__ import annotations
 
-from ...graph import Apply
+import numpy as np
+
+from ...graph import Apply, Variable
 from ..construct import arange
 from ..math import exp, log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
 from ..type import host_like
@@ -105,9 +107,17 @@ logsoftmax = log_softmax
 
 
 def relu(x, alpha=0):  # noqa: F811 - Theano's signature (leaky when alpha != 0)
-    """max(x, 0), or the leaky ``x if x > 0 else alpha * x`` when ``alpha`` is given."""
+    """max(x, 0), or the leaky ``x if x > 0 else alpha * x`` when ``alpha`` is given.
+
+    A NumPy array (or number) in, a NumPy array out, as Theano's formula-based relu gave (programs and
+    Lasagne's tests compute reference values with it)."""
     from ..math import relu as _relu, switch
 
+    if not isinstance(x, Variable) and not isinstance(alpha, Variable):
+        x = np.asarray(x)
+        if alpha == 0:
+            return np.maximum(x, 0)
+        return np.where(x > 0, x, x * np.asarray(alpha, dtype=x.dtype) if x.dtype.kind == "f" else alpha * x)
     if isinstance(alpha, (int, float)) and alpha == 0:
         return _relu(x)
     x = as_tensor_variable(x)
