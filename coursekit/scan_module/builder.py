@@ -204,7 +204,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     for leaf in graph_inputs(roots + list(updates.values()), blockers=[v for v, _ in passed]):
         if id(leaf) in explicit_inner or isinstance(leaf, Constant) or leaf in replace:
             continue
-        if strict:
+        if strict and isinstance(leaf, SharedVariable):  # Theano's strict: "all the shared variables used"
             raise ScanError(f"scan(strict=True): the step function uses {leaf} ({leaf.type}), created at "
                             f"{format_trace(leaf.tag.trace)}, without receiving it; pass it in non_sequences. "
                             f"Called at {format_trace(trace)}")

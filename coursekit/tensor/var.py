@@ -269,6 +269,10 @@ def get_vector_length(v):
         return node.inputs[0].type.ndim
     if node is not None and type(node.op).__name__ == "MakeVector":
         return len(node.inputs)
+    if node is not None and type(node.op).__name__ == "Subtensor" and len(node.inputs) == 1:
+        (entry,) = node.op.idx_list  # a constant slice of a vector of known length: x.shape[2:]
+        if entry[0] == "slice":
+            return len(range(get_vector_length(node.inputs[0]))[slice(*entry[1:])])
     if v.type.broadcastable[0]:
         return 1
     raise ValueError(f"the length of {v} is not known until the function runs; index it (v[i]) instead")

@@ -189,3 +189,21 @@ def test_gradient_helpers():
     np.testing.assert_allclose(jac, np.diag(np.exp(xv)) * xv.sum() + np.exp(xv)[:, None], rtol=1e-12)
     hess = theano.function([x], T.hessian((x ** 3).sum() + x[0] * x[1], x))(xv)
     np.testing.assert_allclose(hess, np.diag(6 * xv) + np.array([[0, 1, 0], [1, 0, 0], [0, 0, 0]]))
+
+
+def test_scan_strict_accepts_what_theano_accepted():
+    """Theano's strict=True asks only that every *shared* variable the step uses be a non-sequence; a step may
+    use a non-sequence's outer variable directly (Lasagne's recurrent layers do), meaning its inner copy."""
+    w = theano.shared(np.full((2, 2), 0.5), name="w")
+    w2 = w * 2  # a computed non-sequence, used from the closure as Lasagne does
+    x = T.dmatrix("x")
+    out, _ = theano.scan(lambda row, h, *_: T.dot(h, w2) + row, sequences=x, outputs_info=T.zeros((2,), "float64"),
+                         non_sequences=[w2], strict=True)
+    xv = rand(3, 2)
+    h, expected = np.zeros(2), []
+    for row in xv:
+        h = h @ (np.full((2, 2), 0.5) * 2) + row
+        expected.append(h)
+    np.testing.assert_allclose(theano.function([x], out)(xv), expected)
+    with pytest.raises(Exception, match="strict=True"):
+        theano.scan(lambda row: row * w, sequences=x, strict=True)
