@@ -300,7 +300,10 @@ def weak_constants(args, scalar_op=None):
         if isinstance(a, Variable):
             result.append(as_tensor_variable(a))
         elif _is_python_number(a):
-            dtype = np.result_type(*dtypes, a)
+            if isinstance(a, float) and config.python_float == "floatX" and all(d.kind in "iub" for d in dtypes):
+                dtype = np.result_type(*dtypes, np.dtype(config.floatX))  # Theano: the float is a floatX constant
+            else:
+                dtype = np.result_type(*dtypes, a)
             try:
                 result.append(constant(a, dtype=dtype))
             except OverflowError as exc:

@@ -63,7 +63,9 @@ def install(shadow_real_theano=False, theano_defaults=True):
 
     ``shadow_real_theano``: go ahead even though a real Theano is installed (it is hidden until
     :func:`uninstall`).  ``theano_defaults``: set Theano's ``floatX=float64`` default unless
-    ``THEANO_FLAGS``/``COURSEKIT_FLAGS`` names a floatX (pass ``False`` to keep the current value).
+    ``THEANO_FLAGS``/``COURSEKIT_FLAGS`` names a floatX, and Theano's typing of Python floats beside
+    integer tensors (``config.python_float='floatX'``: ``bool_mask * 1.0`` is floatX, not NumPy 2's float64);
+    pass ``False`` to keep the current settings.
     """
     if not installed():
         real = _real_theano()
@@ -73,8 +75,10 @@ def install(shadow_real_theano=False, theano_defaults=True):
                 "Theano, or ask for coursekit explicitly: coursekit.theano.install(shadow_real_theano=True) or "
                 "python -m coursekit.theano --shadow-real-theano script.py")
         install_finder()
-    if theano_defaults and not _flags_set_floatx():
-        config.floatX = "float64"
+    if theano_defaults:
+        config.python_float = "floatX"  # Theano's autocast: a Python float beside integer tensors is floatX
+        if not _flags_set_floatx():
+            config.floatX = "float64"
 
 
 def uninstall():
