@@ -27,6 +27,7 @@ MOVED = {
     "theano.compile.sharedvalue": "coursekit.compile.sharedvalue",
     "theano.tensor.shared_randomstreams": "coursekit.tensor.shared_randomstreams",
     "theano.sandbox.rng_mrg": "coursekit.sandbox.rng_mrg",
+    "theano.sandbox.cuda": "coursekit.compat.sandbox_cuda",
     "theano.tensor.nnet.nnet": "coursekit.tensor.nnet",
     "theano.tensor.nnet.sigm": "coursekit.tensor.nnet",
 }

@@ -207,3 +207,32 @@ def test_scan_strict_accepts_what_theano_accepted():
     np.testing.assert_allclose(theano.function([x], out)(xv), expected)
     with pytest.raises(Exception, match="strict=True"):
         theano.scan(lambda row: row * w, sequences=x, strict=True)
+
+
+def _pool3d_reference(x, ws, stride, pad, mode):
+    """Window by window in NumPy (ignore_border=True); padding is NaN so that it never wins a max."""
+    from coursekit.tensor.signal.pool import _out_len
+
+    padded = np.pad(x, [(0, 0)] * (x.ndim - 3) + [(p, p) for p in pad], constant_values=np.nan)
+    outs = [_out_len(s, w, t, p, True) for s, w, t, p in zip(x.shape[-3:], ws, stride, pad)]
+    out = np.zeros(x.shape[:-3] + tuple(outs))
+    for idx in np.ndindex(*outs):
+        window = padded[(Ellipsis,) + tuple(slice(i * t, i * t + w) for i, t, w in zip(idx, stride, ws))]
+        flat = window.reshape(window.shape[:-3] + (-1,))
+        reduce = {"max": np.nanmax, "sum": np.nansum, "average_exc_pad": np.nanmean,
+                  "average_inc_pad": lambda a, axis: np.nansum(a, axis) / a.shape[axis]}[mode]
+        out[(Ellipsis,) + idx] = reduce(flat, -1)
+    return out
+
+
+@pytest.mark.parametrize("ws,stride,pad,mode", [((2, 2, 2), (2, 2, 2), (0, 0, 0), "max"),
+                                                ((3, 2, 2), (1, 2, 1), (1, 1, 0), "average_exc_pad"),
+                                                ((2, 2, 3), (1, 1, 1), (1, 0, 1), "average_inc_pad"),
+                                                ((2, 2, 2), (2, 1, 2), (0, 0, 0), "sum")])
+def test_pool_3d_matches_numpy_windows(ws, stride, pad, mode):
+    from coursekit.tensor.signal.pool import pool_3d
+
+    x = rand(2, 3, 5, 6, 4)
+    got = theano.function([], pool_3d(T.constant(x), ws, True, stride, pad, mode))()
+    np.testing.assert_allclose(got, _pool3d_reference(x, ws, stride, pad, mode), rtol=1e-12)
+    verify_grad(lambda a: pool_3d(a, ws, True, stride, pad, mode), [x[:1, :1]])
