@@ -63,8 +63,7 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
-    from coursekit.course import export, regrade
-    from coursekit.course.cluster import ClusterError
+    from coursekit.course import cluster, export, regrade
     from coursekit.course.grader import grade
     from coursekit.course.report import number, write_reports
     from coursekit.course.sandbox import detect
@@ -77,7 +76,7 @@ def _grade(args) -> int:
             notebook_timeout=args.notebook_timeout, jobs=args.jobs, executed_dir=args.executed,
             progress=not args.no_progress, assignment=args.assignment, cluster=args.cluster, previous=previous,
         )
-    except (FileNotFoundError, ValueError, ClusterError) as exc:
+    except (FileNotFoundError, ValueError, cluster.ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
