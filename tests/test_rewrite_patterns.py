@@ -1,6 +1,5 @@
 """Rewrites as patterns (coursekit.rewriting.patterns): matched by op identity, on CPU and GPU nodes alike."""
 import numpy as np
-import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
