@@ -12,7 +12,8 @@ figures of the host path only, labelled as such, never a GPU measurement.  The o
 the CUDA-graph call (mode.with_cuda_graphs()) are measured side by side.
 
 cProfile's own overhead inflates every figure (a few hundred ns per Python call); compare rows with
-each other, not with timings taken without it.
+each other, not with timings taken without it.  The count of coursekit's Python function calls per
+call does not depend on the machine's load: it is the figure to compare across versions.
 """
 from __future__ import annotations
 
@@ -62,13 +63,14 @@ def workloads(graphs):
 def split(stats):
     """Seconds of own time: coursekit's host path, the device stand-in (the stand-in's files and the CUDA
     emulator that runs its kernels, coursekit/cuda/), and everything else (NumPy, builtins, C calls)."""
-    parts = {"coursekit": 0.0, "stand-in": 0.0, "other": 0.0}
+    parts = {"coursekit": 0.0, "stand-in": 0.0, "other": 0.0, "coursekit calls": 0}
     emulator = os.sep + os.path.join("coursekit", "cuda") + os.sep
-    for (path, _, _), (_, _, own, _, _) in stats.stats.items():
+    for (path, _, _), (calls, _, own, _, _) in stats.stats.items():
         if os.sep + "cupy_standin" + os.sep in path or emulator in path:
             parts["stand-in"] += own
         elif os.sep + "coursekit" + os.sep in path or path.startswith("<coursekit function"):
             parts["coursekit"] += own
+            parts["coursekit calls"] += calls
         else:
             parts["other"] += own
     return parts
@@ -109,11 +111,11 @@ def main():
              "cProfile. CPU figures of the host path only (coursekit's own Python), never a GPU measurement; "
              "the stand-in's column is its own Python and the CUDA emulator's (coursekit/cuda/) that runs its "
              "kernels, not CuPy's cost; 'other' is NumPy, builtins and C calls of both.", "",
-             "| workload | call | coursekit µs/call | stand-in µs/call | other µs/call | launches | graph launches "
-             "| syncs | H2D | D2H | allocations |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| workload | call | coursekit Python calls/call | coursekit µs/call | stand-in µs/call | other µs/call "
+             "| launches | graph launches | syncs | H2D | D2H | allocations |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, kind, parts, c in rows:
-        lines.append(f"| {name} | {kind} | {parts['coursekit'] * 1e6:.1f} | {parts['stand-in'] * 1e6:.1f} | "
+        lines.append(f"| {name} | {kind} | {parts['coursekit calls']:.0f} | {parts['coursekit'] * 1e6:.1f} | {parts['stand-in'] * 1e6:.1f} | "
                      f"{parts['other'] * 1e6:.1f} | {c.launches} | {c.graph_launches} | {c.syncs} | {c.h2d} | "
                      f"{c.d2h} | {c.allocations} |")
     text = "\n".join(lines) + "\n"
