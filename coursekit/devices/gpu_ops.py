@@ -93,6 +93,15 @@ class GpuOp(Op):
         """
         device = self.target
         kernel = self.cpu_op.device_kernel(device, node)
+        if not device.wraps_arrays:
+            # the device's arrays ARE the xp arrays (CuPy's): the kernel reads the cells' values and stores its
+            # results in the cells themselves, finding the previous buffers there -- no per-call wrapping
+            in_cells, out_cells = tuple(in_cells), list(out_cells)
+
+            def direct():
+                kernel([c[0] for c in in_cells], out_cells)
+
+            return direct
         cells = [(c, isinstance(v.type, GpuArrayType)) for c, v in zip(in_cells, node.inputs)]
         unwrap, wrap, is_mine = device.unwrap, device.wrap, device.is_device_array
 
