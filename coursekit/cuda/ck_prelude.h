@@ -19,6 +19,8 @@
 #include <string.h>
 #include <stdint.h>
 #include <assert.h>
+#include <csignal>
+#include <cstdlib>
 #include <utility>
 #include <type_traits>
 
@@ -93,6 +95,17 @@ static inline unsigned __ck_mask_or_all(unsigned m = 0xffffffffu) { return m; }
 #undef assert
 #define assert(e) ((e) ? (void)0 : __ck_fail("assertion failed: " #e, __FILE__, __LINE__))
 #define printf __ck_printf
+// A kernel runs inside the notebook's own process: abort(), exit() or raise() there would end the
+// notebook's kernel. Each becomes an error of the launch that names the kernel, the line and the thread.
+namespace std { using ::__ck_fail; }
+#define abort() __ck_fail("abort() called: a kernel cannot stop the program (on a GPU, use __trap() or "    \
+                          "assert)", __FILE__, __LINE__)
+#define exit(status) __ck_fail("exit() called: a kernel cannot end the program; return from the kernel", \
+                               __FILE__, __LINE__)
+#define _Exit(status) exit(status)
+#define quick_exit(status) exit(status)
+#define raise(sig) __ck_fail("raise() called: a kernel cannot send signals", __FILE__, __LINE__)
+#define kill(pid, sig) __ck_fail("kill() called: a kernel cannot send signals", __FILE__, __LINE__)
 
 // Warp shuffles carry up to 8 bytes; the value travels as raw bits.
 template <class T> static inline T __ck_shfl(int line, int op, unsigned mask, T v, int arg, int width) {
