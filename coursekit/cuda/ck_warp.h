@@ -45,9 +45,12 @@ constexpr int kSharedFields = 7;
 constexpr int kMaxArgs = 64;
 
 struct Access { uintptr_t addr; uint32_t size; };
-struct Request {
-    int kind, space;              // space: argument index, or -1 for shared memory
-    std::vector<Access> lanes;
+struct Request {                  // one access per lane at most: a lane's passes are separate requests
+    int kind = 0, space = 0;      // space: argument index, or -1 for shared memory
+    uint32_t n = 0;
+    Access lanes[32];
+    const Access* begin() const { return lanes; }
+    const Access* end() const { return lanes + n; }
 };
 struct Key {
     uint64_t warp_pc, occurrence;
@@ -60,7 +63,9 @@ struct KeyHash {
 bool g_on = false;
 long long g_block = -1;
 size_t g_dyn_bytes = 0;                 // dynamic shared memory of this launch (at __ck_dyn_smem)
-std::unordered_map<uint64_t, uint32_t> g_seen;          // (thread, pc) -> passes so far
+// Per thread of the block: (instruction address, passes so far), searched linearly (a kernel has few
+// load and store sites; this is several times faster than one hash map for all threads).
+std::vector<std::vector<std::pair<uint64_t, uint32_t>>> g_seen(1024);
 std::unordered_map<Key, Request, KeyHash> g_requests;
 unsigned long long g_global[kMaxArgs][kGlobalFields];
 unsigned long long g_shared[kSharedFields];
@@ -76,7 +81,7 @@ inline bool in_shared(uintptr_t a, uintptr_t* base) {
 void price(const Request& r) {
     if (r.kind == ATOMIC) {
         std::vector<uintptr_t> addrs;
-        for (const Access& a : r.lanes) addrs.push_back(a.addr);
+        for (const Access& a : r) addrs.push_back(a.addr);
         std::sort(addrs.begin(), addrs.end());
         size_t most = 0;
         for (size_t i = 0, j; i < addrs.size(); i = j) {
@@ -84,12 +89,12 @@ void price(const Request& r) {
             most = std::max(most, j - i);
         }
         unsigned long long* c = r.space < 0 ? g_shared + 4 : g_global[r.space] + 8;
-        c[0] += 1; c[1] += r.lanes.size(); c[2] += most;
+        c[0] += 1; c[1] += r.n; c[2] += most;
         return;
     }
     if (r.space < 0) {                                    // shared memory: banks
         std::vector<uintptr_t> words;
-        for (const Access& a : r.lanes)
+        for (const Access& a : r)
             for (uintptr_t w = a.addr >> 2; w <= (a.addr + a.size - 1) >> 2; ++w) words.push_back(w);
         std::sort(words.begin(), words.end());
         words.erase(std::unique(words.begin(), words.end()), words.end());
@@ -102,7 +107,7 @@ void price(const Request& r) {
     }
     std::vector<uintptr_t> sectors, lines;                // global memory: sectors and lines
     unsigned long long bytes = 0;
-    for (const Access& a : r.lanes) {
+    for (const Access& a : r) {
         bytes += a.size;
         for (uintptr_t s = a.addr >> 5; s <= (a.addr + a.size - 1) >> 5; ++s) sectors.push_back(s);
     }
@@ -117,7 +122,7 @@ void price(const Request& r) {
 void flush() {
     for (const auto& kv : g_requests) price(kv.second);
     g_requests.clear();
-    g_seen.clear();
+    for (auto& sites : g_seen) sites.clear();
 }
 
 // One lane's access; `space` is the argument index (global) or -1 (shared).
@@ -130,11 +135,16 @@ void record(int kind, int space, uintptr_t addr, uint32_t size, const void* pc) 
     if (block != g_block) { flush(); g_block = block; }
     const uint64_t thread = __ck_cur->x + (uint64_t)__ck_blockDim.x * (__ck_cur->y + (uint64_t)__ck_blockDim.y * __ck_cur->z);
     const uint64_t where = (uint64_t)(uintptr_t)pc & 0xFFFFFFFFFFFFull;
-    const uint32_t pass = g_seen[where | thread << 48]++;
+    if (thread >= g_seen.size()) g_seen.resize(thread + 1);
+    uint32_t pass = 0;
+    auto& sites = g_seen[thread];
+    auto site = std::find_if(sites.begin(), sites.end(), [&](const std::pair<uint64_t, uint32_t>& e) { return e.first == where; });
+    if (site == sites.end()) sites.emplace_back(where, 1);
+    else pass = site->second++;
     Request& r = g_requests[Key{where | (thread / 32) << 48 | (uint64_t)kind << 62,
                                 pass | (uint64_t)(space + 1) << 32}];
-    if (r.lanes.empty()) { r.kind = kind; r.space = space; }
-    r.lanes.push_back(Access{addr, size});
+    if (r.n == 0) { r.kind = kind; r.space = space; }
+    if (r.n < 32) r.lanes[r.n++] = Access{addr, size};
 }
 
 }  // namespace warp
