@@ -34,7 +34,7 @@ import threading
 from pathlib import Path
 
 from . import rungroup, sandbox
-from .check import NONCE_ENV, REPORT_DIR_ENV
+from .check import NONCE_ENV, REPORT_DIR_ENV, REPORT_LIMIT
 from .outcomes import CellOutcome, NotebookRun, describe_error, read_events, short
 
 __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protection", "run_notebook", "short"]
@@ -169,7 +169,8 @@ def _copy_reports(report_dir: Path, target: Path, nonce: str) -> None:
     (target / "nonce.txt").write_text(nonce)
     for entry in os.scandir(report_dir):
         if entry.name.endswith(".npz") and entry.is_file(follow_symlinks=False):
-            (target / entry.name).write_bytes(Path(entry.path).read_bytes()[:64 * 2**20])
+            with open(entry.path, "rb") as handle:      # never more than a graded cell may report
+                (target / entry.name).write_bytes(handle.read(REPORT_LIMIT))
 
 
 def _tail(path: Path, limit: int = 64 * 1024) -> str:
