@@ -19,7 +19,7 @@ from coursekit.course.graded import graded_cells
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "teaching.md").read_text()
 ROW = re.compile(r"^\| (\d+) \| `([A-Za-z0-9_-]+)` \| (\d+) \| (built|used) \| [^|]+ \|$", re.MULTILINE)
-BELOW_HALF = {2, 3}          # exercises whose built points are still under half (issue 25)
+BELOW_HALF: set[int] = set()   # exercises whose built points are still under half (issue 25)
 
 
 def table():
@@ -52,11 +52,16 @@ def test_the_exercises_below_half_are_exactly_the_listed_ones_and_the_summary_ag
     summary = DOC[DOC.index("Built share:"):]
     for n, (built, total) in shares.items():
         assert re.search(rf"\b{n} {built}/{total}\b", summary), f"the summary line has no '{n} {built}/{total}'"
-    assert f"Exercises {', '.join(str(n) for n in sorted(below)[:-1])} and {sorted(below)[-1]} are still below half" in " ".join(summary.split())
+    words = " ".join(summary.split())
+    if below:
+        listed = f"{', '.join(str(n) for n in sorted(below)[:-1])} and {sorted(below)[-1]}" if len(below) > 1 else str(*below)
+        assert f"Exercise{'s' if len(below) > 1 else ''} {listed} {'are' if len(below) > 1 else 'is'} still below half" in words
+    else:
+        assert "Every exercise reaches half." in words
 
 
 def test_the_exercises_of_issue_25_reach_half():
     shares = {n: (sum(p for _, p, k in r if k == "built"), sum(p for _, p, _ in r)) for n, r in table().items()}
-    for n in (1, 7, 11):
+    for n in (1, 2, 3, 7, 11):
         built, total = shares[n]
         assert 2 * built >= total, f"exercise {n}: {built} of {total} points built"
