@@ -176,3 +176,50 @@ def test_other_ways_to_keep_results_pass(run, body):
 def test_results_kept_wrongly_or_off_the_device_score_nothing(run, body, match):
     with pytest.raises(AssertionError, match=match):
         run("03", KEEP, body, "keep-borrowed")
+
+
+# --- exercise 3, task 4: borrow-saves ----------------------------------------------------------------------
+
+SAVES = "def borrow_saves"
+GROUPED_BY_SIZE = '''
+from collections import Counter
+model = costmodel.model(card)
+first = list(f())
+fresh = Counter(a.size * a.dtype.itemsize for a, b in zip(first, f()) if a is not b)
+return float(sum(model.alloc_time(count, nbytes) for nbytes, count in fresh.items()))
+'''
+THE_LESSONS_FIGURE = "return costmodel.model(card).alloc_time(1, 230_400 * 4)"          # the task before: a constant
+EVERY_OUTPUT = "return float(sum(costmodel.model(card).alloc_time(1, a.nbytes) for a in f()))"
+ONE_PRICE = '''
+first, second = f(), f()
+return float(costmodel.model(card).alloc_time(sum(a is not b for a, b in zip(first, second))))
+'''
+THE_BORROWED_ONES = '''
+first, second = f(), f()
+return float(sum(costmodel.model(card).alloc_time(1, a.nbytes) for a, b in zip(first, second) if a is b))
+'''
+WHOLE_CALL = '''
+from coursekit.modelled import predict_call
+return float(predict_call(f, model=costmodel.model(card)).device)
+'''
+
+
+def test_the_solution_saving_passes_and_its_report_needs_an_answer(run):
+    reports = run("03", SAVES, None, "borrow-saves")
+    no_point_without_an_answer("03", "borrow-saves", reports)
+
+
+def test_a_saving_counted_by_size_passes(run):
+    run("03", SAVES, GROUPED_BY_SIZE, "borrow-saves")
+
+
+@pytest.mark.parametrize("body, match", [
+    (THE_LESSONS_FIGURE, "µs saved per call, the model gives"),
+    (EVERY_OUTPUT, "you predicted [0-9.]+ µs saved per call, the model gives"),
+    (ONE_PRICE, "gtx580, .*you predicted"),
+    (THE_BORROWED_ONES, "you predicted"),
+    (WHOLE_CALL, "you predicted"),
+], ids=["the-lessons-figure", "every-output", "one-price-for-every-size", "the-borrowed-ones", "the-whole-call"])
+def test_savings_not_counted_from_the_fresh_buffers_score_nothing(run, body, match):
+    with pytest.raises(AssertionError, match=match):
+        run("03", SAVES, body, "borrow-saves")
