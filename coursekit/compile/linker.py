@@ -30,6 +30,7 @@ import operator
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..devices import get as get_device
 from ..devices.simarray import is_device_array
@@ -38,6 +39,7 @@ from ..profiling import ProfileStats
 from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import MISSING, CallPlan, generate_call
+from .cudagraph import GraphCall
 from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
@@ -72,6 +74,8 @@ class Function:
         if want_profile:
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
+        # whole-call CUDA graphs, where the mode asks for them (cudagraph.py): None otherwise
+        self.cuda_graph = GraphCall(self, mode.cuda_graphs) if getattr(mode, "cuda_graphs", 0) else None
 
     # ------------------------------------------------------------------ link
     def _link(self, fgraph, ins, outs, updates):
@@ -91,7 +95,7 @@ class Function:
             if var not in storage:
                 storage[var] = [var.data] if isinstance(var, Constant) else [None]
         self.storage_map = storage
-        self.thunks = [_checked_if_custom(node, node.op.make_thunk(node, storage), storage) for node in nodes]
+        self.thunks = [_checked_unless_verified(node, node.op.make_thunk(node, storage), storage) for node in nodes]
 
         n_out = fgraph.n_outputs
         out_vars, upd_vars = fgraph.outputs[:n_out], fgraph.outputs[n_out:]
@@ -215,9 +219,7 @@ class Function:
         return f"<coursekit.Function {self.name}: {len(self.nodes)} nodes on {self.device}>"
 
     def _repr_html_(self):
-        from ..printing import function_html
-
-        return function_html(self)
+        return wiring.get("function_html")(self)
 
     def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
         """Theano's copy: the same graph compiled again, with shared variables swapped ({old: new}) and/or
@@ -240,8 +242,7 @@ def _verbose_detail(node):
     """Theano's ``exception_verbosity``: 'high' adds the node's graph, 'low' says how to get it."""
     if config.exception_verbosity != "high":
         return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
-    from ..printing import debugprint
-
+    debugprint = wiring.get("debugprint")
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
 
 
@@ -284,16 +285,17 @@ def _same_kind(exc, detail):
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 
 
-def _checked_if_custom(node, thunk, storage):
-    """A custom op's thunk, followed by a check of what it wrote against its declared output types.
+def _checked_unless_verified(node, thunk, storage):
+    """The op's thunk, followed by a check of what it wrote against its declared output types,
+    unless the op's class declares ``verified_outputs`` (see :class:`coursekit.graph.Op`).
 
-    The library's own ops are trusted (their tests check them); an op written
-    in a notebook is not, because a wrong dtype or shape would otherwise travel
-    on silently, into a shared variable through an update.  The check is cheap:
-    dtype, number of dimensions, broadcastable lengths, host or device memory.
+    The library's ops declare it (their tests check them), so they cost nothing per call; an op
+    written in a notebook does not, because a wrong dtype or shape would otherwise travel on
+    silently, into a shared variable through an update.  The check is cheap: dtype, number of
+    dimensions, broadcastable lengths, host or device memory.
     """
-    op = getattr(node.op, "cpu_op", node.op)  # a custom op placed on the GPU
-    if type(op).__module__.split(".")[0] == "coursekit":
+    op = node.op
+    if op.verified_outputs and getattr(op, "cpu_op", op).verified_outputs:  # a twin runs its CPU op's code
         return thunk
     outputs = [(k, storage[v], v.type) for k, v in enumerate(node.outputs) if isinstance(v.type, TensorType)]
 

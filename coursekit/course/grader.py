@@ -25,16 +25,22 @@ from __future__ import annotations
 import copy
 import os
 import re
+import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
+from . import assignment as assignments
+from . import cluster as cluster_runs
+from . import kernel_cache
+from . import regrade
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .escape import one_line, printable_name
+from .report import number
 from .runner import kill_all, run_notebook, short
+from .scores import Score
 from .submissions import Refused, inside, link_in_path, read_bytes, walk_files
 from .scrutiny import warnings_for
 
@@ -47,19 +53,6 @@ FLAT_SEPARATOR = "__"
 GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
 PREFIX_RE = re.compile(r"^(\d+)_")
 SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the notebook file itself
-
-
-@dataclass(frozen=True)
-class Score:
-    """One row of the score table: one graded cell of one student's notebook."""
-
-    student: str
-    notebook: str
-    cell_id: str
-    points: float
-    max_points: float
-    reason: str
-    protection: str = ""     # what isolated the run (see coursekit.course.sandbox), "" if never run
 
 
 @dataclass
@@ -304,7 +297,8 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
             run_path = Path(tmp) / f"{reference.name}.ipynb"
             run_path.write_text(text, encoding="utf-8")
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed_path, env=GRADING_ENV, reports_path=reports_path)
+                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
+                               reports_path=reports_path)
     except Exception as exc:  # one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
@@ -327,40 +321,60 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
 
 
 def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=600, jobs=1,
-          executed_dir=None, progress=True):
+          executed_dir=None, progress=True, assignment=None, cluster=None, previous=None):
     """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
+
+    ``assignment`` (``"03,05"`` or names) grades and totals only those exercises
+    (:mod:`coursekit.course.assignment`); a folder with nothing to grade is an error naming it.
+    ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads
+    (:mod:`coursekit.course.cluster`). ``previous`` (rows of an earlier table) makes this a regrade:
+    a notebook whose submission and judges are unchanged keeps its previous rows and is not run
+    (:mod:`coursekit.course.regrade`). Every row records the submission's and its judge's hash and
+    the grader's version.
 
     The warnings also list each non-graded cell that names the grading mechanism
     (:mod:`coursekit.course.scrutiny`): a hint for a person, never a change of score.
-
-    Runs up to ``jobs`` notebooks at once (each in its own process, so threads suffice here).
     """
-    references = load_references(reference_dir)
-    students, warnings = find_submissions(submissions_dir, references)
+    all_references = load_references(reference_dir)
+    references = assignments.select(all_references, assignment)
+    found, warnings = find_submissions(submissions_dir, all_references)
+    if assignment:
+        warnings += assignments.unassigned_warnings(found, references, all_references)
+    names = {ref.name for ref in references}
+    students = {student: {n: p for n, p in files.items() if n in names} for student, files in found.items()}
+    assignments.check_class(submissions_dir, students, references, warnings)
     tasks = [(student, ref, students[student].get(ref.name)) for student in sorted(students) for ref in references]
-    results = {}
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool, _Progress(len(tasks), progress) as bar:
-        futures = {
-            pool.submit(grade_one, student, ref, path, cell_timeout=cell_timeout,
-                        notebook_timeout=notebook_timeout, executed_dir=executed_dir): (student, ref.name)
-            for student, ref, path in tasks
-        }
+    version = regrade.grader_version()
+    prints = {(student, ref.name): regrade.fingerprint(path, ref) for student, ref, path in tasks}
+    results = regrade.unchanged(previous, prints) if previous is not None else {}
+    # absolute paths (never resolved: a symbolic link must reach read_submission as one), so that a
+    # cluster worker started elsewhere finds the same files
+    executed = os.path.abspath(executed_dir) if executed_dir else None
+    calls = {(student, ref.name): (grade_one, (student, ref, Path(os.path.abspath(path)) if path else None), dict(
+                 cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
+             for student, ref, path in tasks if (student, ref.name) not in results}
+    if previous is not None and progress:
+        print(f"regrade: {len(calls)} of {len(tasks)} notebooks changed (submission or judges); "
+              f"{len(results)} kept from the previous grades", file=sys.stderr, flush=True)
+    by_key = {(student, ref.name): ref for student, ref, _ in tasks}
+
+    def failed(key, exc):
+        reason = short(f"grader error: the run failed {cluster_runs.RETRIES + 1} times ({type(exc).__name__}: {exc}); "
+                       "grade this notebook again")
+        return [Score(key[0], key[1], c.id, 0, c.points, reason) for c in by_key[key].cells]
+
+    with cluster_runs.executor(jobs, cluster) as pool, _Progress(len(calls), progress) as bar:
         try:
-            for future in as_completed(futures):
-                student, name = futures[future]
-                try:
-                    results[student, name] = future.result()
-                except Exception as exc:    # one submission's failure is that student's zero, never the class's
-                    reference = next(ref for ref in references if ref.name == name)
-                    reason = short(f"grader error: {type(exc).__name__}: {exc}")
-                    results[student, name] = [Score(student, name, c.id, 0, c.points, reason) for c in reference.cells]
-                bar.finished(f"{student}/{name}", results[student, name])
+            results.update(cluster_runs.dispatch(pool, calls, lambda key, rows: bar.finished("/".join(key), rows),
+                                                 failed))
         except KeyboardInterrupt:
-            for future in futures:
-                future.cancel()
             kill_all()
             raise
-    scores = [score for student, ref, _ in tasks for score in results[(student, ref.name)]]
+    scores = []
+    for student, ref, _ in tasks:
+        rows = results[student, ref.name]
+        fresh = (student, ref.name) in calls
+        scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
     for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
         try:
             # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
@@ -399,8 +413,6 @@ class _Progress:
             self.bar.set_postfix_str(one_line(label), refresh=False)
             self.bar.update()
         elif self.enabled:
-            from .report import number
-
             got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
             # a notebook the student never handed in is counted, not run: say so rather than "graded"
             missing = bool(scores) and all(s.reason == "missing notebook" for s in scores)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .escape import csv_cell, markdown_text
 
-COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection"]
+COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
+           "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.regrade
 
 
 def number(value) -> str:
@@ -32,7 +33,8 @@ def write_csv(scores, path) -> Path:
         writer.writerow(COLUMNS)
         for s in scores:
             writer.writerow([csv_cell(s.student), csv_cell(s.notebook), csv_cell(s.cell_id), number(s.points),
-                             number(s.max_points), csv_cell(s.reason), csv_cell(s.protection)])
+                             number(s.max_points), csv_cell(s.reason), csv_cell(s.protection),
+                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader)])
     return path
 
 
@@ -45,7 +47,7 @@ def _cell(text: str) -> str:
     return _md(text)
 
 
-def summary_markdown(scores, warnings=(), protection=()) -> str:
+def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     """The Markdown summary (see the module docstring)."""
     notebooks = list(dict.fromkeys(s.notebook for s in scores))
     students = list(dict.fromkeys(s.student for s in scores))
@@ -57,6 +59,8 @@ def summary_markdown(scores, warnings=(), protection=()) -> str:
     total = sum(out_of.values())
 
     lines = ["# Grades", ""]
+    if assigned:   # --assignment: say which exercises this table covers (see coursekit.course.assignment)
+        lines += [f"Assigned: {', '.join(f'`{name}`' for name in assigned)} (only these are graded and totalled).", ""]
     header = ["student"] + [f"{nb} (/{number(out_of[nb])})" for nb in notebooks] + [f"total (/{number(total)})"]
     lines.append("| " + " | ".join(_cell(h) for h in header) + " |")
     lines.append("|" + "---|" + "---:|" * (len(header) - 1))
@@ -81,9 +85,9 @@ def summary_markdown(scores, warnings=(), protection=()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(scores, csv_path, warnings=(), protection=()) -> tuple[Path, Path]:
+def write_reports(scores, csv_path, warnings=(), protection=(), assigned=()) -> tuple[Path, Path]:
     """Write the CSV and the Markdown summary next to it; return both paths."""
     csv_path = write_csv(scores, csv_path)
     md_path = csv_path.with_suffix(".md")
-    md_path.write_text(summary_markdown(scores, warnings, protection), encoding="utf-8")
+    md_path.write_text(summary_markdown(scores, warnings, protection, assigned), encoding="utf-8")
     return csv_path, md_path

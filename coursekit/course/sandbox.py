@@ -41,6 +41,8 @@ from pathlib import Path
 
 LIBRARY_MOUNT = "/opt/coursekit"        # inside the sandbox: the coursekit package, read-only
 HOME_MOUNT = "/home/student"            # inside the sandbox: the kernel's working directory
+SHARED_CACHE_ENV = "COURSEKIT_CUDA_SHARED_CACHE"
+SHARED_CACHE_MOUNT = "/opt/coursekit-shared-cache"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]          # .../coursekit
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -322,10 +324,22 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
             *home,
             "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
             *(["--bind", str(report_dir), str(report_dir)] if report_dir else []),
+            *_shared_cache_args(inside_env),
             "--chdir", HOME_MOUNT, "--clearenv"]
     for key, value in sorted(inside_env.items()):
         args += ["--setenv", key, value]
     return launcher + args + ["--"] + kernel_argv
+
+
+def _shared_cache_args(inside_env: dict[str, str]) -> list[str]:
+    """The grader's compiled-kernel cache (coursekit/course/kernel_cache.py), mounted read-only: a run
+    reads what the grader built and cannot plant anything there for the next run."""
+    shared = inside_env.get(SHARED_CACHE_ENV)
+    if not shared or not os.path.isdir(shared):
+        inside_env.pop(SHARED_CACHE_ENV, None)
+        return []
+    inside_env[SHARED_CACHE_ENV] = SHARED_CACHE_MOUNT
+    return ["--ro-bind", shared, SHARED_CACHE_MOUNT]
 
 
 def sandbox_env(env: dict[str, str], bubblewrap: bool) -> dict[str, str]:

@@ -129,20 +129,30 @@ static inline unsigned __activemask() { return 0xffffffffu; }
 #define __lanemask_lt() ((1u << (threadIdx.x & 31)) - 1u)
 
 // ---- atomics: fibers never preempt each other, so plain read-modify-write --
-#define CK_ATOMIC(NAME, T, EXPR) static inline T NAME(T* a, T v) { T old = *a; *a = (EXPR); return old; }
+// A counting build (SourceModule(..., counts=True)) reports each atomic as one
+// read-modify-write at its call site (ck_count.cpp), not as a load and a store.
+#ifdef CK_COUNTING_BUILD
+extern "C" void __ck_count_atomic(void* addr, size_t size, void* pc);
+#define CK_ATOMIC_FN static __attribute__((noinline, no_sanitize_thread))
+#define CK_ATOMIC_NOTE(a) __ck_count_atomic((void*)(a), sizeof *(a), __builtin_return_address(0))
+#else
+#define CK_ATOMIC_FN static inline
+#define CK_ATOMIC_NOTE(a) ((void)0)
+#endif
+#define CK_ATOMIC(NAME, T, EXPR) CK_ATOMIC_FN T NAME(T* a, T v) { CK_ATOMIC_NOTE(a); T old = *a; *a = (EXPR); return old; }
 #define CK_ATOMIC_INT(T) \
     CK_ATOMIC(atomicAdd, T, old + v) CK_ATOMIC(atomicSub, T, old - v) CK_ATOMIC(atomicExch, T, v) \
     CK_ATOMIC(atomicMin, T, v < old ? v : old) CK_ATOMIC(atomicMax, T, v > old ? v : old) \
     CK_ATOMIC(atomicAnd, T, old & v) CK_ATOMIC(atomicOr, T, old | v) CK_ATOMIC(atomicXor, T, old ^ v) \
-    static inline T atomicCAS(T* a, T cmp, T v) { T old = *a; if (old == cmp) *a = v; return old; }
+    CK_ATOMIC_FN T atomicCAS(T* a, T cmp, T v) { CK_ATOMIC_NOTE(a); T old = *a; if (old == cmp) *a = v; return old; }
 CK_ATOMIC_INT(int)
 CK_ATOMIC_INT(unsigned int)
 CK_ATOMIC_INT(unsigned long long)
 CK_ATOMIC_INT(long long)
 CK_ATOMIC(atomicAdd, float, old + v) CK_ATOMIC(atomicExch, float, v)
 CK_ATOMIC(atomicAdd, double, old + v)
-static inline unsigned atomicInc(unsigned* a, unsigned v) { unsigned o = *a; *a = (o >= v) ? 0 : o + 1; return o; }
-static inline unsigned atomicDec(unsigned* a, unsigned v) { unsigned o = *a; *a = (o == 0 || o > v) ? v : o - 1; return o; }
+CK_ATOMIC_FN unsigned atomicInc(unsigned* a, unsigned v) { CK_ATOMIC_NOTE(a); unsigned o = *a; *a = (o >= v) ? 0 : o + 1; return o; }
+CK_ATOMIC_FN unsigned atomicDec(unsigned* a, unsigned v) { CK_ATOMIC_NOTE(a); unsigned o = *a; *a = (o == 0 || o > v) ? v : o - 1; return o; }
 #define atomicAdd_block atomicAdd
 #define atomicAdd_system atomicAdd
 

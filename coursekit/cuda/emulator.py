@@ -63,7 +63,7 @@ import numpy as np
 from coursekit.devices.simarray import SimArray
 
 from . import args as A
-from . import faults
+from . import faults, warp_counts
 from .errors import KernelRuntimeError, RaceConditionError
 
 LABEL = "emulator (CPU)"
@@ -154,6 +154,7 @@ class EmulatorKernel:
         self.last_timeout = faults.DEFAULT_TIMEOUT_S     # watchdog of the latest launch (for its message)
         self._pool = {}                                  # guarded In/Out buffers for reuse (see _scratch)
         self.bytes_read = None       # count_reads modules: {argument name: bytes loaded} of the latest launch
+        self.counts = None           # counts=True modules: the latest launch's warp_counts.WarpCounts
 
     def __repr__(self):
         return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
@@ -176,7 +177,8 @@ class EmulatorKernel:
             # module that counts loads in this process: it keeps the race check only
             level = "races" if level is True else False
         if level in (True, "memory") and self.module.count_reads:
-            raise ValueError(f"kernel {self.name}: a module built with count_reads=True counts loads in this "
+            flag = "counts" if self.module.warp_counts else "count_reads"
+            raise ValueError(f"kernel {self.name}: a module built with {flag}=True counts loads in this "
                              f"process; launch it with check=False or check='races' (check={check!r} asked for the "
                              f"AddressSanitizer subprocess), and check bounds with a module built without it")
         self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
@@ -279,10 +281,14 @@ class EmulatorKernel:
                 lib.stack_kib = kib
             if lib.counts_reads:
                 _watch(lib, arrays)
+                if self.module.warp_counts:
+                    warp_counts.begin(lib, dyn)
             rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b,
                             1 if on_main else 0, self.last_timeout)
             if lib.counts_reads:
                 self.bytes_read = _counted(lib, arrays)
+                if self.module.warp_counts:
+                    self.counts = warp_counts.end(lib, [name for name, _, _ in arrays], self.name)
             out = lib.lib.ck_printf_output() if rc else None
             err = lib.lib.ck_last_error() if rc < 0 else None
             truncated = rc and lib.lib.ck_printf_truncated()
