@@ -174,6 +174,15 @@ def predict_call(fn, *args, model=None, calls=6):
     return call
 
 
+def predict_calls(fn, *args, models, calls=6):
+    """``{name: ModelledCall}`` for several presets from ONE traced run: the same shapes and the same
+    measured host time for every card, so that columns side by side differ only by the card."""
+    record = trace_call(fn, *args, calls=calls)
+    host = _host_seconds(record)
+    return {name: price_nodes(record.nodes, record.input_info, fn, costmodel.model(name)).with_host(host)
+            for name in models}
+
+
 def predict_scaled(fn, *args, sizes, model=None):
     """Modelled device work of ``fn`` as if the axes of ``args`` were larger: run small, price big.
 
