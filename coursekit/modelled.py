@@ -93,7 +93,7 @@ class ModelledCall:
     def describe(self):
         """Where the modelled device time goes, in one line."""
         parts = ", ".join(f"{name} {format_time(self.parts.get(name, 0.0))}" for name in PARTS)
-        return (f"{self.label}: {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
+        return (f"{self.label[:-1]}, {self.band}): {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
                 f"moving {self.transfer_bytes:,} bytes per call")
 
 
