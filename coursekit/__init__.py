@@ -37,7 +37,9 @@ for _role, _target in {
     "modelled": "modelled",                                     # a profile's modelled column
     "function_html": "printing:function_html",                  # a compiled function in Jupyter
     "debugprint": "printing:debugprint",                        # exception_verbosity='high'
+    "stabilize_graph": "rewriting.stabilize:stabilize_graph",  # grad(stabilize=True): the stable cost
     "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
+    "jacobian": "gradient_extras:jacobian", "hessian": "gradient_extras:hessian",  # T.jacobian, T.hessian
     "registered_modes": "debugmode",                            # mode='DebugMode' (it registers itself)
 }.items():
     wiring.provide(_role, _target)

@@ -200,11 +200,19 @@ class Op:
     attributes, never the class name.  ``view_map``/``destroy_map`` declare
     outputs that alias (view) or overwrite (destroy) inputs, so the compiler
     knows when it must copy.
+
+    ``verified_outputs``: does this class's own code guarantee values of the
+    output types ``make_node`` declares (its tests check it)?  Then the linker
+    runs its thunk as it is; otherwise it checks every output's dtype, rank,
+    broadcastable lengths and memory after each call.  The declaration is not
+    inherited: a subclass (an op of one's own built on a library op) is
+    checked until its own class body says ``verified_outputs = True``.
     """
 
     __props__ = ()
     device = "cpu"
     is_transfer = False
+    verified_outputs = False
     view_map: dict = {}
     destroy_map: dict = {}
 
@@ -239,6 +247,7 @@ class Op:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls.verified_outputs = bool(cls.__dict__.get("verified_outputs", False))  # never inherited (see above)
         own = cls.__dict__.get("make_thunk")
         if own is not None and _theano_thunk_signature(own):
             cls.make_thunk = _adapt_theano_make_thunk(own)

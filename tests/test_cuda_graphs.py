@@ -88,6 +88,14 @@ def test_a_value_that_comes_back_to_the_host_and_goes_out_again_cannot_be_captur
         assert "host" in f.cuda_graph.reason
 
 
+def test_a_call_with_no_device_work_needs_no_graph(cuda):
+    a, b = T.fscalar("a"), T.fscalar("b")
+    f = theano.function([a, b], a * b, mode=GRAPHS)        # host_scalars keeps it on the host
+    for _ in range(3):
+        assert float(f(np.float32(2), np.float32(3))) == 6
+    assert f.cuda_graph.graph is None and "nothing runs on the device" in f.cuda_graph.reason
+
+
 def test_set_value_drops_the_graph(cuda):
     x = theano.shared(np.ones(3, "float32"))
     f = theano.function([], T.exp(x), mode=GRAPHS)

@@ -125,6 +125,8 @@ class GraphCall:
         if fn.hooks:
             raise CaptureRefused("hooks watch every thunk (profiling or DebugMode); a graph runs them as one launch")
         before, device, after = sections(fn.maker.fgraph, fn.nodes)
+        if not device:
+            raise CaptureRefused("nothing runs on the device (no kernel to capture): the call stays as it is")
         updates = [(target, cell) for target, cell, _, _ in fn.update_plan if fn.device.is_device_array(target[0])]
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:

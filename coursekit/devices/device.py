@@ -97,6 +97,7 @@ class Device:
     raw_kernels = "emulator"  # how coursekit.cuda runs hand-written CUDA C for this device
     model = None            # a cost model attached to this device object (see the module docstring)
     blas = None             # a BLAS module shaped like cupy.cublas (gemm, gemv into given buffers), or None
+    wraps_arrays = False    # True where device arrays wrap the xp arrays kernels compute on (wrap/unwrap do work)
 
     # -- memory ---------------------------------------------------------------
     def is_device_array(self, value) -> bool:
@@ -190,6 +191,7 @@ class SimDevice(GPUDevice):
     label = DEVICE_LABEL
     simulated = True
     array_type = SimArray
+    wraps_arrays = True
     timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
 
     def synchronize(self):

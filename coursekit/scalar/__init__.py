@@ -16,6 +16,13 @@ This package sits below :mod:`coursekit.tensor` (as Theano's and PyTensor's
 The tensor op that applies a scalar op to arrays is
 :class:`coursekit.tensor.elemwise.Elemwise`; the rewrite that groups nodes into
 a Composite is :mod:`coursekit.rewriting.fusion`.
+
+Following ``T.exp(x)`` from the graph to the machine: ``tensor/math.py`` makes
+``Elemwise(ops.get("exp"))``, whose row here says ``np.exp``, its derivative
+and ``exp({0})``.  Fusion may fold it into a ``Composite`` (``composite.py``).
+On the CPU, ``Elemwise.make_thunk`` asks ``cpu.py`` for the thunk that calls
+the impl (or the numba loop of ``numba_kernels.py``); on a GPU, the device asks
+``cuda_codegen.py`` for one ``cupy.ElementwiseKernel`` built from the C.
 """
 from __future__ import annotations
 

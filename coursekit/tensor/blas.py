@@ -23,6 +23,7 @@ def _result_dtype(*vars_):
 
 class Dot(XpOp):
     """``numpy.dot`` on vectors and matrices."""
+    verified_outputs = True
 
     __props__ = ()
     gpu_name = "GpuDot"
@@ -75,6 +76,7 @@ class Gemm(XpOp):
     ``inplace=True`` overwrites the ``z`` buffer (only used by the compiler
     when ``z`` is an intermediate nobody else reads).
     """
+    verified_outputs = True
 
     __props__ = ("inplace",)
     gpu_name = "GpuGemm"
@@ -154,6 +156,7 @@ class Gemm(XpOp):
 
 class Gemv(Gemm):
     """``z <- beta * z + alpha * dot(A, x)`` with a vector ``x`` (BLAS GEMV)."""
+    verified_outputs = True
 
     gpu_name = "GpuGemv"
 

@@ -48,6 +48,7 @@ class DimShuffle(XpOp):
     axes missing from it are dropped (they must be broadcastable).  The
     output is a *view* of the input, so no data moves.
     """
+    verified_outputs = True
 
     __props__ = ("input_broadcastable", "new_order")
     view_map = {0: [0]}

@@ -42,6 +42,7 @@ def normalize_axis(axis, ndim, what="reduction"):
 
 class CAReduce(XpOp):
     """Reduce with a commutative, associative scalar op along ``axis``."""
+    verified_outputs = True
 
     __props__ = ("scalar_name", "axis")
     gpu_name = "GpuCAReduce"  # Sum, Max, ... too: on the GPU they are all one reduction kernel
@@ -112,6 +113,7 @@ class CAReduce(XpOp):
 
 
 class Sum(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("add", axis)
 
@@ -119,6 +121,7 @@ class Sum(CAReduce):
 
 
 class Max(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("maximum", axis)
 
@@ -126,6 +129,7 @@ class Max(CAReduce):
 
 
 class Min(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("minimum", axis)
 
@@ -133,6 +137,7 @@ class Min(CAReduce):
 
 
 class Prod(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("mul", axis)
 
@@ -145,6 +150,7 @@ class NumElements(Op):
     Used by ``mean``: ``sum(x) / NumElements(x)``.  Its value depends on the
     shape of x only, so it has no gradient with respect to x's values.
     """
+    verified_outputs = True
 
     __props__ = ("axis", "dtype")
     shape_only = True  # reads only the shape: works on device arrays without a transfer

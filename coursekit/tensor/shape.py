@@ -14,6 +14,7 @@ lvector = TensorType("int64", (False,))
 
 class Shape(Op):
     """``x.shape`` as a symbolic int64 vector."""
+    verified_outputs = True
 
     shape_only = True  # reads only the shape: works on device arrays without a transfer
 
@@ -35,6 +36,7 @@ class ShapeI(Op):
     may move to a GPU device; a value the host needs (a loop's number of steps) would then go to the
     device and back on every call.  This op has no GPU twin and reads device arrays in place.
     """
+    verified_outputs = True
 
     __props__ = ("i",)
     shape_only = True
@@ -60,6 +62,7 @@ class ShapeI(Op):
 
 class MakeVector(Op):
     """Stack scalars into a vector (``T.stack([a, b])`` of scalars)."""
+    verified_outputs = True
 
     __props__ = ("dtype",)
 
@@ -79,6 +82,7 @@ class MakeVector(Op):
 
 class Reshape(XpOp):
     """Reshape to a shape given as an int64 vector (a view when NumPy can make one)."""
+    verified_outputs = True
 
     __props__ = ("ndim",)
     view_map = {0: [0]}
@@ -108,6 +112,7 @@ class Reshape(XpOp):
 
 class Join(XpOp):
     """Concatenate tensors along an axis (``T.concatenate``)."""
+    verified_outputs = True
 
     __props__ = ("axis",)
     gpu_name = "GpuJoin"
@@ -145,6 +150,7 @@ class Contiguous(XpOp):
     Hand-written kernels index their arrays linearly; Theano's ``gpu_contiguous``
     (this op's GPU twin, ``GpuContiguous``) is how a user's op asked for such an input.
     """
+    verified_outputs = True
 
     __props__ = ()
     view_map = {0: [0]}  # the input itself when it is already contiguous

@@ -69,6 +69,7 @@ def _output_bcast(idx_list, bcast):
 
 class Subtensor(XpOp):
     """Basic indexing; the output is a view of the input."""
+    verified_outputs = True
 
     __props__ = ("idx_list",)
     view_map = {0: [0]}
@@ -109,6 +110,7 @@ class Subtensor(XpOp):
 
 class IncSubtensor(XpOp):
     """``x`` with ``y`` added to (or written into) ``x[index]``; returns a new array."""
+    verified_outputs = True
 
     __props__ = ("idx_list", "set_instead_of_inc")
     gpu_name = "GpuIncSubtensor"
@@ -145,6 +147,7 @@ class IncSubtensor(XpOp):
 
 class AdvancedSubtensor1(XpOp):
     """``x[int_vector]``: gather rows (a copy)."""
+    verified_outputs = True
 
     gpu_name = "GpuAdvancedSubtensor1"
 
@@ -169,6 +172,7 @@ def _adv_inc(inputs, output_grads):
 
 class AdvancedIncSubtensor1(XpOp):
     """``x`` with ``y`` added at rows ``idx`` (repeated rows accumulate)."""
+    verified_outputs = True
 
     gpu_name = "GpuAdvancedIncSubtensor1"
 

@@ -22,6 +22,12 @@ What is real here and what stands in:
   graph is launched, and a synchronisation or a host copy during capture is
   the error CUDA gives (see :mod:`._runtime`).
 
+What it cannot catch (a real GPU still has the last word): anything about time (it is a CPU, synchronous);
+NVRTC-only compile failures when nvcc is not installed (g++ alone accepts host C++), and macros only the C
+library defines (see :mod:`.kernels`); CuPy functions NumPy has but CuPy lacks (every NumPy function is
+offered); launches CuPy splits into several kernels (counted as one); a graph replaying into memory that was
+freed after capture (the stand-in's buffers are never reused); races between streams (one queue runs all).
+
 What is counted (``counting()``; see :class:`._counts.Counts`): kernel launches
 (one per computing CuPy call, elementwise kernel or raw kernel; views count
 none), graph launches, synchronisations (explicit ones, device->host copies,
