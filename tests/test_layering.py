@@ -170,7 +170,7 @@ def test_function_local_imports_are_few_and_each_has_its_reason():
 
 
 def test_the_core_layers_import_downwards_only():
-    order = ["wiring", "config", "graph", "fgraph", "scalar", "tensor", "gradient", "rewriting", "compile"]
+    order = ["wiring", "config", "graph", "fgraph", "scalar", "tensor", "rewriting", "compile", "gradient"]
     rank = {name: i for i, name in enumerate(order)}
     upward = [f"{m}:{line} imports {t}" for m, t, line, local in _cross_package(_imports())
               if _package(m) in rank and _package(t) in rank and rank[_package(t)] > rank[_package(m)]]
@@ -189,6 +189,25 @@ def test_every_role_asked_of_wiring_is_provided_by_the_facade():
     for role, target in provided.items():
         module = target.split(":")[0]
         assert _is_module(module.split(".")), f"wiring role {role!r}: no module coursekit.{module}"
+    # a role is for calling UP only: its provider's package must already depend on the asker's package
+    # (otherwise the asker should simply import it)
+    edges = _edges([i for i in _imports() if not i[3]])
+    sideways = [(role, asker, provided[role]) for role, askers in asked.items() for asker in askers
+                if not _reaches(edges, _package(provided[role].split(":")[0]), _package(asker))]
+    assert not sideways, f"wiring roles that do not call a higher layer (import the provider instead): {sideways}"
+
+
+def _reaches(edges, start, goal):
+    seen, stack = {start}, [start]
+    while stack:
+        node = stack.pop()
+        for nxt in edges.get(node, {}):
+            if nxt == goal:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
 
 
 def _loaded_by(statement):
