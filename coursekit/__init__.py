@@ -38,6 +38,7 @@ for _role, _target in {
     "function_html": "printing:function_html",                  # a compiled function in Jupyter
     "debugprint": "printing:debugprint",                        # exception_verbosity='high'
     "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
+    "jacobian": "gradient_extras:jacobian", "hessian": "gradient_extras:hessian",  # T.jacobian, T.hessian
     "registered_modes": "debugmode",                            # mode='DebugMode' (it registers itself)
 }.items():
     wiring.provide(_role, _target)

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cupy_standin
+
 import coursekit as theano
 import coursekit.devices as devices
 import coursekit.tensor as T
@@ -28,13 +30,13 @@ def f32(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype("float32")
 
 
-GPU_DEVICES = ["sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available() else [])
+GPU_DEVICES = ["sim", cupy_standin.cuda_case()]   # CuPy's code path: a real GPU, else the CuPy stand-in
 
 
 @pytest.fixture(params=GPU_DEVICES)
 def sim(request):
     """The simulated GPU everywhere, and the real one too where CuPy sees a GPU (marked ``gpu``)."""
-    with theano.config.change(device=request.param):
+    with cupy_standin.on(request.param), theano.config.change(device=request.param):
         yield devices.current()
 
 

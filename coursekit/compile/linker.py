@@ -39,6 +39,7 @@ from ..profiling import ProfileStats
 from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import MISSING, CallPlan, generate_call
+from .cudagraph import GraphCall
 from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
@@ -73,6 +74,8 @@ class Function:
         if want_profile:
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
+        # whole-call CUDA graphs, where the mode asks for them (cudagraph.py): None otherwise
+        self.cuda_graph = GraphCall(self, mode.cuda_graphs) if getattr(mode, "cuda_graphs", 0) else None
 
     # ------------------------------------------------------------------ link
     def _link(self, fgraph, ins, outs, updates):

@@ -57,10 +57,13 @@ class SourceModule:
     ``extern "C"`` or uses templates.  ``count_reads`` (emulator only): after each
     launch, ``kernel.bytes_read`` says how many bytes the kernel loaded from each
     array argument (an instrumented build; launches run unchecked or with ``"races"``).
+    ``counts`` (emulator only): the same build, and after each launch ``kernel.counts`` says what
+    its warps asked of memory: sectors of global memory, shared-memory wavefronts and bank
+    conflicts, atomics on one address (see :mod:`coursekit.cuda.warp_counts`).
     """
 
     def __init__(self, source, options=(), backend="auto", *, check=None, name_expressions=(),
-                 no_extern_c=False, nvcc_check=True, count_reads=False):
+                 no_extern_c=False, nvcc_check=True, count_reads=False, counts=False):
         if not isinstance(source, str):
             raise TypeError("SourceModule(source): source must be a string of CUDA C")
         self.source = source
@@ -69,10 +72,11 @@ class SourceModule:
         self.name_expressions = tuple(name_expressions)
         self.device = kernel_device(backend)
         self.backend_kind = "cupy" if self.device.raw_kernels == "nvrtc" else "emulator"
-        self.count_reads = bool(count_reads)
+        self.warp_counts = bool(counts)
+        self.count_reads = bool(count_reads) or self.warp_counts
         if self.count_reads and self.backend_kind != "emulator":
-            raise BackendUnavailableError("count_reads=True counts loads on the CPU emulator only: "
-                                          "pass backend='emulator' as well")
+            flag = "counts=True counts warp requests" if counts else "count_reads=True counts loads"
+            raise BackendUnavailableError(f"{flag} on the CPU emulator only: pass backend='emulator' as well")
         if self.backend_kind == "emulator":
             self.backend = emulator.LABEL
             self.check = emulator.default_check() if check is None else emulator.check_level(check)

@@ -49,6 +49,19 @@ def cupy_status():
     return _CUPY_STATUS
 
 
+def use_cupy(module):
+    """Make ``module`` the CuPy that the CUDA device runs on; ``None`` looks for the real one again.
+
+    For tests: the CuPy stand-in (``tests/cupy_standin``) runs coursekit's real
+    CuPy code path on a CPU and counts its launches, copies and syncs.  Device
+    objects made with the previous CuPy are forgotten.
+    """
+    global _CUPY_STATUS
+    for name in [n for n in _DEVICES if n.startswith("cuda:")]:
+        del _DEVICES[name]
+    _CUPY_STATUS = None if module is None else (module, None)
+
+
 def gpu_available():
     """True when CuPy imports and sees a GPU."""
     return cupy_status()[0] is not None

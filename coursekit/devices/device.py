@@ -29,6 +29,7 @@ module name or a label string.  CuPy is imported by :class:`CudaDevice` only.
 """
 from __future__ import annotations
 
+import importlib
 import time
 
 import numpy as np
@@ -95,6 +96,8 @@ class Device:
     array_type = np.ndarray  # what this device's memory looks like from Python
     raw_kernels = "emulator"  # how coursekit.cuda runs hand-written CUDA C for this device
     model = None            # a cost model attached to this device object (see the module docstring)
+    blas = None             # a BLAS module shaped like cupy.cublas (gemm, gemv into given buffers), or None
+    wraps_arrays = False    # True where device arrays wrap the xp arrays kernels compute on (wrap/unwrap do work)
 
     # -- memory ---------------------------------------------------------------
     def is_device_array(self, value) -> bool:
@@ -188,6 +191,13 @@ class SimDevice(GPUDevice):
     label = DEVICE_LABEL
     simulated = True
     array_type = SimArray
+    wraps_arrays = True
+    timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
+
+    def synchronize(self):
+        """Nothing is queued on the simulated GPU itself; an attached modelled timeline is synchronised."""
+        if self.timeline is not None:
+            self.timeline.synchronize()
 
     def is_device_array(self, value):
         return type(value) is SimArray
@@ -238,6 +248,7 @@ class CudaDevice(GPUDevice):
         self.label = f"GPU {index}: {self.card} (CuPy)"
         self.array_type = cupy.ndarray
         self.handle_class = handle_class(cupy.ndarray)  # numpy.asarray(result) copies home, as in Theano
+        self.blas = importlib.import_module(f"{cupy.__name__}.cublas")  # GEMM/GEMV: one cuBLAS call each
         self._kernels = {}
 
     def is_device_array(self, value):

@@ -55,6 +55,10 @@ class GpuOp(Op):
         """Does input ``position`` stay in host memory?  As the CPU op declares."""
         return self.cpu_op.host_input(position, var)
 
+    def _scalar_argument(self, var):
+        """A 0-d host value that this op's kernels take as a scalar argument (placement's host_scalars rule)."""
+        return getattr(self.cpu_op, "scalar_arguments", False) and var.type.ndim == 0
+
     def grad(self, inputs, output_grads):
         """The CPU op's gradient (a twin built by user code, e.g. ``gpu_contiguous``, is differentiated before
         placement; placement then moves the gradient's nodes like any others)."""
@@ -66,7 +70,7 @@ class GpuOp(Op):
     def make_node(self, *inputs):
         """The CPU op's output types, in this device's memory; device inputs must already be on the device."""
         for k, var in enumerate(inputs):
-            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var):
+            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var) and not self._scalar_argument(var):
                 raise TypeError(f"{self}: input {k} ({var}) is not on the device; insert GpuFromHost first")
         stand_ins = [v.type.host_type().make_variable() if isinstance(v.type, GpuArrayType) else v for v in inputs]
         cpu_node = self.cpu_op.make_node(*stand_ins)
@@ -89,6 +93,15 @@ class GpuOp(Op):
         """
         device = self.target
         kernel = self.cpu_op.device_kernel(device, node)
+        if not device.wraps_arrays:
+            # the device's arrays ARE the xp arrays (CuPy's): the kernel reads the cells' values and stores its
+            # results in the cells themselves, finding the previous buffers there -- no per-call wrapping
+            in_cells, out_cells = tuple(in_cells), list(out_cells)
+
+            def direct():
+                kernel([c[0] for c in in_cells], out_cells)
+
+            return direct
         cells = [(c, isinstance(v.type, GpuArrayType)) for c, v in zip(in_cells, node.inputs)]
         unwrap, wrap, is_mine = device.unwrap, device.wrap, device.is_device_array
 

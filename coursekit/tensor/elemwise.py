@@ -43,6 +43,9 @@ class Elemwise(XpOp):
         dtype = self.scalar_op.output_dtype(*[i.type.dtype for i in inputs])
         return Apply(self, inputs, [TensorType(dtype, bcast).make_variable()])
 
+    # a GPU kernel takes a 0-d host value as a scalar argument: placement (host_scalars) need not copy it over
+    scalar_arguments = True
+
     def host_input(self, position, var):
         """One-element constants stay on the host: a GPU kernel takes them as scalar arguments."""
         return isinstance(var, Constant) and var.data.size == 1
@@ -65,7 +68,8 @@ class Elemwise(XpOp):
     def device_kernel(self, device, node):
         """The device's generated kernel for the scalar op (ONE CUDA kernel on a GPU, NumPy ufuncs on sim)."""
         kernel = device.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype)
-        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v)] if device.xp is not np else ()
+        scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v) or type(v.type) is TensorType
+                   and v.type.ndim == 0] if device.xp is not np else ()   # host values: scalar arguments
         return elementwise_runner(kernel, node, device.xp, scalars)
 
     def perform(self, node, inputs, output_storage):

@@ -318,3 +318,8 @@ def batched_dot(a, b):
     if b.type.ndim == 2:
         return out.dimshuffle(0, 1)
     return out
+
+
+# Theano's other extra_ops names, kept in their own modules
+from .cumulative import CumOp, cumprod, cumsum, to_one_hot  # noqa: E402,F401
+from .legacy import squeeze  # noqa: E402,F401

@@ -71,6 +71,11 @@ class CAReduce(XpOp):
         if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
         reduce = getattr(xp, _XP_NAMES[self.scalar_name])
+        out = output_storage[0][0]
+        if (xp is not np and isinstance(out, xp.ndarray) and out.dtype == self.reducer(np.ones(1, x.dtype)).dtype
+                and out.shape == tuple(n for k, n in enumerate(x.shape) if k not in self.axis)):
+            reduce(x, axis=self.axis, out=out)   # on a GPU: into the previous buffer, no allocation per call
+            return
         output_storage[0][0] = xp.asarray(reduce(x, axis=self.axis))  # a full reduction gives a scalar
 
     def work(self, node, shapes, dtypes):

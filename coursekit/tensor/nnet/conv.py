@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply
-from .math import zeros_like
-from .type import TensorType, host_like
-from .var import as_tensor_variable
-from .xpop import XpOp
+from ...graph import Apply
+from ..math import zeros_like
+from ..type import TensorType, host_like
+from ..var import as_tensor_variable
+from ..xpop import XpOp
 
 
 def _pair(value, what):
