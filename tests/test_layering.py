@@ -55,7 +55,6 @@ LOCAL_IMPORTS = {
     ("devices.device", "scalar.cuda_codegen"): LAZY + "elementwise CUDA code generation; coursekit.cuda never needs it",
     ("devices.calibrate", "devices"): LAZY + "CuPy is looked for only when a GPU is measured",
     ("devices.calibrate", "devices.costmodel"): CYCLE + "a saved preset makes the cost model forget its cache",
-    ("printing.html", "printing.picture"): LAZY + "graphviz pictures only when a graph is drawn",
     ("scalar.numba_kernels", "scalar.numba_math"): LAZY + "numba (a second to import) only when a loop compiles",
     ("scan_module.op", "scan_module.grad"): CYCLE + "the gradient of a scan builds another scan",
     ("tensor.type", "tensor.var"): CYCLE + "a type makes its variables, and variables are built on types",
