@@ -134,3 +134,13 @@ def test_python_floats_beside_integer_tensors_take_floatx_as_in_theano(tmp_path)
     plain = subprocess.run([sys.executable, "-c", "import coursekit.tensor as T; print((T.bvector() + 1.5).dtype)"],
                            capture_output=True, text=True, env=clean_env(), timeout=120)
     assert plain.stdout.strip() == "float64"  # coursekit's own rule stays NumPy 2's
+
+
+def test_without_report_a_run_still_names_what_was_missing(tmp_path):
+    proc = run(tmp_path, """
+        try:
+            from theano.tensor.nnet import no_such_op
+        except ImportError:
+            pass
+    """, env=clean_env())
+    assert "1 Theano name(s) coursekit does not have: theano.tensor.nnet.no_such_op" in proc.stderr
