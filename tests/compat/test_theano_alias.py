@@ -144,3 +144,17 @@ def test_without_report_a_run_still_names_what_was_missing(tmp_path):
             pass
     """, env=clean_env())
     assert "1 Theano name(s) coursekit does not have: theano.tensor.nnet.no_such_op" in proc.stderr
+
+
+def test_theano_param_clone_and_ifelse_as_theano_had_them(tmp_path):
+    out = run(tmp_path, """
+        import numpy as np
+        import theano, theano.tensor as T
+        x, y = T.dvector("x"), T.dscalar("y")
+        f = theano.function([x, theano.Param(y, default=2.0)], x.sum() * y)
+        doubled = theano.clone(x * 3, replace={x: x * 2})
+        pick = theano.ifelse.ifelse(T.gt(y, 0), x, -x)
+        g = theano.function([x, y], [doubled, pick])
+        print(f(np.ones(2)), f(np.ones(2), 5.0), *[v.tolist() for v in g(np.ones(2), -1.0)])
+    """, env=clean_env()).stdout.split(" ", 2)
+    assert out[:2] == ["4.0", "10.0"] and out[2].strip() == "[6.0, 6.0] [-1.0, -1.0]"
