@@ -43,6 +43,39 @@ def synthetic_mnist_idx(folder, n_train=11000, n_test=1000, seed=0):
             f.write(np.array([2049, n], ">i4").tobytes() + labels.tobytes())
 
 
+NEWMU = ("newmu-theano-tutorials", "https://github.com/Newmu/Theano-Tutorials.git",
+         "49de4c52f45ab7b05cea3dbad039270f816be70c", "COURSEKIT_NEWMU_SRC")
+
+
+def newmu(name):
+    """Alec Radford's Theano-Tutorials, Python 2: their print statements made calls (and nothing else)."""
+    return libraries.checkout(*NEWMU, fix=libraries.python2_prints_to_python3) / name
+
+
+def synthetic_mnist_pickle(folder, sizes=(1200, 600, 600), seed=0):
+    """The Deep Learning Tutorials' ``mnist.pkl.gz``: (train, valid, test) pairs of float images and labels."""
+    import pickle
+
+    rng = np.random.default_rng(seed)
+    sets = []
+    for n in sizes:
+        labels = rng.integers(0, 10, n)
+        images = rng.random((n, 28, 28), dtype=np.float32) * 0.25
+        for k in range(10):
+            images[labels == k, 2 * k + 4:2 * k + 7, 4:24] = 0.9
+        sets.append((images.reshape(n, 784), labels))
+    with gzip.open(folder / "mnist.pkl.gz", "wb") as f:
+        pickle.dump(tuple(sets), f)
+
+
+DLT = ("deep-learning-tutorials", "https://github.com/lisa-lab/DeepLearningTutorials.git",
+       "11c465105026cf87573937fc2d35ab7543678698", "COURSEKIT_DLT_SRC")
+
+
+def dlt(name):
+    return libraries.checkout(*DLT, sparse=["code"]) / "code" / name
+
+
 def lasagne_example(name):
     return libraries.lasagne_source() / "examples" / name
 
@@ -55,6 +88,14 @@ PROGRAMS = {
                                  ["custom_mlp:2,200,0.2,0.5", "1"], synthetic_mnist_idx, 1800),
     "lasagne-mnist-cnn": ("Lasagne/Lasagne@5d3c63c examples/mnist.py", lambda: lasagne_example("mnist.py"),
                           ["cnn", "1"], synthetic_mnist_idx, 3000),
+    "newmu-0-multiply": ("Newmu/Theano-Tutorials@49de4c5 0_multiply.py (print statements made calls)",
+                         lambda: newmu("0_multiply.py"), [], None, 600),
+    "newmu-1-linear-regression": ("Newmu/Theano-Tutorials@49de4c5 1_linear_regression.py (print statements made "
+                                  "calls)", lambda: newmu("1_linear_regression.py"), [], None, 900),
+    "dlt-logistic-sgd": ("lisa-lab/DeepLearningTutorials@11c4651 code/logistic_sgd.py", lambda: dlt("logistic_sgd.py"),
+                         [], synthetic_mnist_pickle, 1800),
+    "dlt-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/mlp.py", lambda: dlt("mlp.py"), [],
+                synthetic_mnist_pickle, 2400),
     "lasagne-recurrent": ("Lasagne/Lasagne@5d3c63c examples/recurrent.py (its own synthetic adding problem)",
                           lambda: lasagne_example("recurrent.py"), [], None, 3000),
 }
@@ -70,8 +111,8 @@ def run(name, flags):
     if make_data is not None:
         make_data(work)
     report = work / "porting-report.json"
-    env = dict(os.environ, THEANO_FLAGS=flags,
-               PYTHONPATH=os.pathsep.join([str(REPO), str(libraries.lasagne_source())]))
+    extra = [str(libraries.lasagne_source())] if name.startswith("lasagne") else []
+    env = dict(os.environ, THEANO_FLAGS=flags, PYTHONPATH=os.pathsep.join([str(REPO), *extra]))
     start = time.perf_counter()
     try:
         proc = subprocess.run([sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
@@ -99,8 +140,10 @@ def main():
              "programs' own formats (the printed accuracies are not the published ones).", "",
              "| program | source | result | missing names | seconds |", "|---|---|---|---|---|"]
     for r in rows:
+        last = (r.get("last_lines") or ["-"])[-1][:70].replace("|", "/")
         lines.append(f"| {r['program']} {' '.join(r.get('args', []))} | {r['source']} | {r['result']} "
-                     f"(exit {r.get('exit')}) | {', '.join(r.get('missing', [])) or '-'} | {r.get('seconds', '-')} |")
+                     f"(exit {r.get('exit')}); last line: `{last}` | {', '.join(r.get('missing', [])) or '-'} | "
+                     f"{r.get('seconds', '-')} |")
     text = "\n".join(lines) + "\n"
     print(text)
     for r in rows:
