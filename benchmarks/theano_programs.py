@@ -96,6 +96,10 @@ PROGRAMS = {
                          [], synthetic_mnist_pickle, 1800),
     "dlt-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/mlp.py", lambda: dlt("mlp.py"), [],
                 synthetic_mnist_pickle, 2400),
+    "dlt-dA": ("lisa-lab/DeepLearningTutorials@11c4651 code/dA.py (writes its filter images)", lambda: dlt("dA.py"),
+               [], synthetic_mnist_pickle, 2400),
+    "dlt-convolutional-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/convolutional_mlp.py",
+                              lambda: dlt("convolutional_mlp.py"), [], synthetic_mnist_pickle, 3000),
     "lasagne-recurrent": ("Lasagne/Lasagne@5d3c63c examples/recurrent.py (its own synthetic adding problem)",
                           lambda: lasagne_example("recurrent.py"), [], None, 3000),
 }
