@@ -68,6 +68,13 @@ def test_w2_without_the_host_scalars_rule_goes_to_the_device_and_back(cuda):
     assert float(r) == 3.75
 
 
+def test_the_host_scalars_rule_can_be_left_out_for_every_function(cuda):
+    a, b = T.fscalar("a"), T.fscalar("b")
+    with theano.config.change(optimizer_excluding="host_scalars"):   # COURSEKIT_FLAGS=optimizer_excluding=...
+        f = theano.function([a, b], a * b)
+    assert device_nodes(f) and float(f(np.float32(2), np.float32(4))) == 8
+
+
 def logistic_step(n=400, feats=50):
     """The tutorial's training step with the data in shared variables (the lesson's tuned version)."""
     rng = np.random.RandomState(1234)
