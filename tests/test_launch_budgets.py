@@ -143,3 +143,16 @@ def test_w3_an_old_weight_buffer_someone_still_holds_is_never_reused(cuda):
     del held
     c, _ = counted(train, warm_up=1)
     assert c.allocations == 0, c
+
+
+def test_a_device_input_is_taken_as_it_is_and_a_wrong_one_is_still_refused(cuda):
+    from coursekit import devices
+    x = devices.device_variable("float32", (False,), "x")
+    f = theano.function([x], theano.Out(theano.gpu_from_host(T.exp(x)), borrow=True))
+    value = devices.to_device(np.zeros(5, "float32"))
+    c, r = counted(f, value)
+    assert (c.h2d, c.d2h, c.launches, c.allocations) == (0, 0, 1, 0), c
+    with pytest.raises(TypeError, match="float64 device array"):
+        f(devices.to_device(np.zeros(5)))
+    with pytest.raises(TypeError, match="on the host"):
+        f(np.zeros(5, "float32"))

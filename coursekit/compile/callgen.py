@@ -200,7 +200,13 @@ def _input_lines(ns, plan):
         if plan.trust_input:
             lines.append(f"    c{i}[0] = a{i}")
             continue
-        if type(t) is not TensorType:  # device inputs and custom types: always the full check
+        fast = getattr(getattr(t, "device", None), "fast_input_type", None)
+        if fast is not None and not any(t.broadcastable):  # a device input of exactly the device's array type
+            ns[f"at{i}"] = fast
+            lines += [f"    if type(a{i}) is at{i} and a{i}.dtype is d{i} and a{i}.ndim == {t.ndim}:",
+                      f"        c{i}[0] = a{i}", "    else:", f"        c{i}[0] = filt({i}, a{i})"]
+            continue
+        if type(t) is not TensorType:  # other device inputs and custom types: always the full check
             lines.append(f"    c{i}[0] = filt({i}, a{i})")
             continue
         shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")
