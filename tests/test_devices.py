@@ -298,10 +298,8 @@ def test_tutorial_exp_scripts(script, device, expected):
 # ------------------------------------------------------------ generated CUDA compiles
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_generated_elementwise_kernels_compile_with_nvcc(tmp_path, sim):
-    from coursekit.devices.kernels import standalone_kernel_source
-    import importlib
-
-    scalar = importlib.import_module("coursekit.tensor.scalar")
+    from coursekit.scalar import ops as scalar
+    from coursekit.scalar.cuda_codegen import standalone_kernel_source
 
     sources = []
     for name in scalar.all_names():
@@ -327,7 +325,7 @@ def test_generated_elementwise_kernels_compile_with_nvcc(tmp_path, sim):
 
 
 def _dedupe_prelude(sources):
-    from coursekit.devices.kernels import PRELUDE
+    from coursekit.scalar.cuda_codegen import PRELUDE
 
     return [PRELUDE] + [s.replace(PRELUDE, "") for s in sources]
 

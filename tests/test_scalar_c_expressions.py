@@ -20,7 +20,6 @@ Differences that are allowed, and why:
   warns, C leaves them undefined.
 """
 import ctypes
-import importlib
 import os
 import shutil
 import subprocess
@@ -32,10 +31,9 @@ import cupy_standin
 
 import coursekit.devices as devices
 from coursekit import cuda
-from coursekit.devices.kernels import PRELUDE, kernel_name, standalone_kernel_source
-from coursekit.tensor.scalar import c_type
-
-scalar = importlib.import_module("coursekit.tensor.scalar")
+from coursekit.scalar.cuda_codegen import PRELUDE, kernel_name, standalone_kernel_source
+from coursekit.scalar import ops as scalar
+from coursekit.scalar.ops import c_type
 
 INTS = np.array([-7, 7, -8, 8, 0, 1, -1, 2, -2, 3, -3, 13, -13, 100], dtype=np.int64)
 FLOATS = np.array([-7.5, 7.5, -2.0, 2.0, 0.0, -0.0, 0.5, -0.5, 1e-3, 3.25, -3.25, 40.0, -40.0,

@@ -30,6 +30,7 @@ import operator
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..devices import get as get_device
 from ..devices.simarray import is_device_array
@@ -94,7 +95,7 @@ class Function:
             if var not in storage:
                 storage[var] = [var.data] if isinstance(var, Constant) else [None]
         self.storage_map = storage
-        self.thunks = [_checked_if_custom(node, node.op.make_thunk(node, storage), storage) for node in nodes]
+        self.thunks = [_checked_unless_verified(node, node.op.make_thunk(node, storage), storage) for node in nodes]
 
         n_out = fgraph.n_outputs
         out_vars, upd_vars = fgraph.outputs[:n_out], fgraph.outputs[n_out:]
@@ -227,9 +228,7 @@ class Function:
         return f"<coursekit.Function {self.name}: {len(self.nodes)} nodes on {self.device}>"
 
     def _repr_html_(self):
-        from ..printing import function_html
-
-        return function_html(self)
+        return wiring.get("function_html")(self)
 
     def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
         """Theano's copy: the same graph compiled again, with shared variables swapped ({old: new}) and/or
@@ -252,8 +251,7 @@ def _verbose_detail(node):
     """Theano's ``exception_verbosity``: 'high' adds the node's graph, 'low' says how to get it."""
     if config.exception_verbosity != "high":
         return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
-    from ..printing import debugprint
-
+    debugprint = wiring.get("debugprint")
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
 
 
@@ -304,16 +302,17 @@ def _same_kind(exc, detail):
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 
 
-def _checked_if_custom(node, thunk, storage):
-    """A custom op's thunk, followed by a check of what it wrote against its declared output types.
+def _checked_unless_verified(node, thunk, storage):
+    """The op's thunk, followed by a check of what it wrote against its declared output types,
+    unless the op's class declares ``verified_outputs`` (see :class:`coursekit.graph.Op`).
 
-    The library's own ops are trusted (their tests check them); an op written
-    in a notebook is not, because a wrong dtype or shape would otherwise travel
-    on silently, into a shared variable through an update.  The check is cheap:
-    dtype, number of dimensions, broadcastable lengths, host or device memory.
+    The library's ops declare it (their tests check them), so they cost nothing per call; an op
+    written in a notebook does not, because a wrong dtype or shape would otherwise travel on
+    silently, into a shared variable through an update.  The check is cheap: dtype, number of
+    dimensions, broadcastable lengths, host or device memory.
     """
-    op = getattr(node.op, "cpu_op", node.op)  # a custom op placed on the GPU
-    if type(op).__module__.split(".")[0] == "coursekit":
+    op = node.op
+    if op.verified_outputs and getattr(op, "cpu_op", op).verified_outputs:  # a twin runs its CPU op's code
         return thunk
     outputs = [(k, storage[v], v.type) for k, v in enumerate(node.outputs) if isinstance(v.type, TensorType)]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 
+from .. import wiring
 from ..config import config
 from ..rewriting import apply_stages
 
@@ -106,6 +107,8 @@ def get_mode(mode):
     if isinstance(mode, Mode):
         return _with_config_tags(mode)
     name = mode or config.mode
+    if name not in _FACTORIES and name not in MODES:
+        wiring.get("registered_modes")  # modes defined above the compiler (DebugMode) register on import
     if name in _FACTORIES:
         return _FACTORIES[name]()
     if mode is None and name == "FAST_RUN" and config.optimizer in ("fast_compile", "merge", "None", "o1"):

@@ -25,7 +25,6 @@ from ..config import config
 from ..graph import warn_at_user_line
 from .device import CPUDevice, CudaDevice, Device, DeviceError, Float64Error, SimDevice, float64_on_gpu  # noqa: F401
 from .simarray import SimArray, is_device_array  # noqa: F401
-from .types import GpuArrayType
 
 _CPU = CPUDevice()
 _DEVICES: dict = {"cpu": _CPU}
@@ -155,4 +154,6 @@ def device_variable(dtype, broadcastable, name=None):
     device = current()
     if not device.is_gpu:
         raise DeviceError("device_variable: config.device is 'cpu'; device inputs need device='gpu' or 'sim'")
+    from .types import GpuArrayType  # a tensor type: coursekit.cuda uses devices without tensors
+
     return GpuArrayType(dtype, broadcastable, device).make_variable(name)

@@ -38,7 +38,6 @@ from ..config import config
 from ..graph import warn_at_user_line
 from .handles import handing_out, handle_class
 from .simarray import DEVICE_LABEL, SimArray
-from .types import GpuArrayType
 
 
 class DeviceError(RuntimeError):
@@ -174,6 +173,8 @@ class GPUDevice(Device):
     def initial_shared(self, host_value, ttype):
         """float32 values move to the device; float64 stays on the host (with a warning)."""
         if ttype.dtype == "float32":
+            from .types import GpuArrayType  # a tensor type: coursekit.cuda uses devices without tensors
+
             return self.to_device(host_value), GpuArrayType(ttype.dtype, ttype.broadcastable, self)
         if ttype.dtype == "float64":
             float64_on_gpu(f"a float64 shared variable of shape {host_value.shape} stays in host memory")
@@ -193,6 +194,12 @@ class SimDevice(GPUDevice):
     array_type = SimArray
     wraps_arrays = True
     fast_input_type = SimArray
+    timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
+
+    def synchronize(self):
+        """Nothing is queued on the simulated GPU itself; an attached modelled timeline is synchronised."""
+        if self.timeline is not None:
+            self.timeline.synchronize()
 
     def is_device_array(self, value):
         return type(value) is SimArray
@@ -291,7 +298,7 @@ class CudaDevice(GPUDevice):
 
     def elementwise(self, scalar_op, input_dtypes, output_dtype):
         """ONE generated CUDA kernel (``cupy.ElementwiseKernel``) for the whole scalar expression."""
-        from .kernels import elementwise_kernel_parts
+        from ..scalar.cuda_codegen import elementwise_kernel_parts  # coursekit.cuda never needs it
 
         key = (scalar_op, tuple(input_dtypes), output_dtype)
         kernel = self._kernels.get(key)

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Op
 from ..work import reduction_work
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .type import TensorType
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -41,6 +42,7 @@ def normalize_axis(axis, ndim, what="reduction"):
 
 class CAReduce(XpOp):
     """Reduce with a commutative, associative scalar op along ``axis``."""
+    verified_outputs = True
 
     __props__ = ("scalar_name", "axis")
     gpu_name = "GpuCAReduce"  # Sum, Max, ... too: on the GPU they are all one reduction kernel
@@ -98,8 +100,7 @@ class CAReduce(XpOp):
         return var.dimshuffle(*pattern)
 
     def L_op(self, inputs, outputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         (x,), (z,), (gz,) = inputs, outputs, output_grads
         gz_full = self._expand(gz, x.type.ndim)
         if self.scalar_name == "add":
@@ -112,6 +113,7 @@ class CAReduce(XpOp):
 
 
 class Sum(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("add", axis)
 
@@ -119,6 +121,7 @@ class Sum(CAReduce):
 
 
 class Max(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("maximum", axis)
 
@@ -126,6 +129,7 @@ class Max(CAReduce):
 
 
 class Min(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("minimum", axis)
 
@@ -133,6 +137,7 @@ class Min(CAReduce):
 
 
 class Prod(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("mul", axis)
 
@@ -145,6 +150,7 @@ class NumElements(Op):
     Used by ``mean``: ``sum(x) / NumElements(x)``.  Its value depends on the
     shape of x only, so it has no gradient with respect to x's values.
     """
+    verified_outputs = True
 
     __props__ = ("axis", "dtype")
     shape_only = True  # reads only the shape: works on device arrays without a transfer
@@ -160,4 +166,5 @@ class NumElements(Op):
         output_storage[0][0] = np.asarray(math.prod([shape[a] for a in self.axis]), dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
+        M = _tensor.math
         return [None]

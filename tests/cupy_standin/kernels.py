@@ -28,7 +28,7 @@ import numpy as np
 
 from coursekit.cuda import CompileError, SourceModule
 from coursekit.devices.simarray import SimArray
-from coursekit.tensor.scalar import c_type
+from coursekit.scalar.ops import c_type
 
 from . import _runtime as rt
 from ._array import ndarray, new_array
