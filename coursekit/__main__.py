@@ -143,10 +143,13 @@ def _gpu_models(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
-        kind = "measured by calibrate" if spec.measured else "datasheet figures; estimates marked in sources"
+        kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
         print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
+            if spec.figure_sources:
+                print("  per figure:\n" + "\n".join(f"    {name}: {kind} ({where})"
+                                                     for name, kind, where in spec.figure_sources))
     return 0
 
 

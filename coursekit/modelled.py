@@ -93,7 +93,7 @@ class ModelledCall:
     def describe(self):
         """Where the modelled device time goes, in one line."""
         parts = ", ".join(f"{name} {format_time(self.parts.get(name, 0.0))}" for name in PARTS)
-        return (f"{self.label}: {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
+        return (f"{self.label[:-1]}, {self.band}): {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
                 f"moving {self.transfer_bytes:,} bytes per call")
 
 
@@ -172,6 +172,15 @@ def predict_call(fn, *args, model=None, calls=6):
     call = price_nodes(record.nodes, record.input_info, fn, model)
     call.host = _host_seconds(record)
     return call
+
+
+def predict_calls(fn, *args, models, calls=6):
+    """``{name: ModelledCall}`` for several presets from ONE traced run: the same shapes and the same
+    measured host time for every card, so that columns side by side differ only by the card."""
+    record = trace_call(fn, *args, calls=calls)
+    host = _host_seconds(record)
+    return {name: price_nodes(record.nodes, record.input_info, fn, costmodel.model(name)).with_host(host)
+            for name in models}
 
 
 def predict_scaled(fn, *args, sizes, model=None):

@@ -413,3 +413,12 @@ def test_more_work_never_takes_less_time(key, n, k, pool):
     assert small.total == pytest.approx(small.launch + small.kernel + small.transfer + small.alloc)
     assert m.transfer_time(4 * n) < m.transfer_time(4 * k * n)
     assert m.transfer_time(4 * n, pinned=True) <= m.transfer_time(4 * n, pinned=False)
+
+
+def test_predict_calls_prices_one_trace_for_every_card(sim):
+    f = exp_variants()["copy back"]
+    calls = modelled.predict_calls(f, models=("gtx580", "t4", "h100"))
+    assert len({c.host for c in calls.values()}) == 1            # one measurement shared by the columns
+    for name, call in calls.items():
+        alone = modelled.predict_call(f, model=costmodel.model(name))
+        assert call.device == pytest.approx(alone.device) and call.label == alone.label

@@ -41,7 +41,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import costmodel
+from . import costmodel, presets
 
 DEFAULT_STREAM = "default"
 
@@ -73,7 +73,7 @@ class Timeline:
 
     @property
     def label(self):
-        return f"{self.model.label}, asynchronous timeline"
+        return f"{self.model.label[:-1]}, {presets.band_text(self.model.spec)}), asynchronous timeline"
 
     # ------------------------------------------------------------------ the clock
     def now(self):

@@ -210,7 +210,11 @@ def describe(spec):
         f"  kernel launch      {spec.launch_latency * 1e6:8.1f} µs queued, "
         f"+{spec.sync_latency * 1e6:.1f} µs to synchronise",
         f"  peak FLOP/s        {spec.fp32_flops / 1e12:8.2f} TF float32, {spec.fp64_flops / 1e12:.2f} TF float64, "
-        f"{spec.fp16_flops / 1e12:.2f} TF float16",
+        f"{spec.fp16_flops / 1e12:.2f} TF float16"
+        + (f"; tensor cores {spec.fp16_tensor_flops / 1e12:.0f} TF float16" if spec.fp16_tensor_flops else ""),
         f"  allocation         {spec.alloc_no_pool * 1e6:8.1f} µs cudaMalloc+cudaFree of 4 MiB, "
         f"{spec.alloc_no_pool_small * 1e6:.1f} µs of 256 KiB, {spec.alloc_pool * 1e6:.1f} µs from the pool",
-        f"  SMs                {spec.sm_count:8d} x {spec.threads_per_sm} resident threads"])
+        f"  SMs                {spec.sm_count:8d} x {spec.threads_per_sm} resident threads",
+        f"  error band         {presets.band_text(spec)}"
+        + (f" (measured / modelled on the project's corpus; {presets.band_text(spec, True)} with host copies "
+           ">= 32 MiB)" if spec.band else " (no measured corpus for this preset)")])

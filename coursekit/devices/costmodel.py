@@ -108,6 +108,20 @@ class CostModel:
         _, fill = self.waves(work)
         return max(memory, compute) / fill, ("compute" if compute > memory else "memory")
 
+    def counted_kernel_time(self, counts, flops=0.0, dtype="float32", threads=0):
+        """Roofline time of one launch priced by what its warps *moved*, from the CUDA emulator's warp
+        counts (``SourceModule(..., counts=True)``, then ``kernel.counts``): every 32-byte sector a warp
+        request touched is memory traffic, so an uncoalesced kernel that uses one float per sector pays
+        for eight.  Caches are not modelled (a sector read by two requests is paid twice): an upper bound
+        for kernels that re-read the same data, close for kernels that stream it.  Returns
+        ``(seconds, bound, work)``."""
+        loads = sum(t.sectors for t in counts.loads.values()) * SECTOR_BYTES
+        stores = sum(t.sectors for t in counts.stores.values()) * SECTOR_BYTES
+        work = Work(flops=float(flops), bytes_read=loads, bytes_written=stores, launches=1,
+                    threads=int(threads), dtype=str(dtype))
+        seconds, bound = self.kernel_time(work)
+        return seconds, bound, work
+
     def transfer_time(self, nbytes, pinned=None):
         """One copy over the host link (either direction: PCIe is symmetric)."""
         if not nbytes:
@@ -178,6 +192,7 @@ class CostModel:
 
 
 TINY_BUFFER, SMALL_BUFFER = 2 * 1024, 512 * 1024  # cudaMalloc's cost steps (see presets._MALLOC)
+SECTOR_BYTES = 32  # the unit a warp's global-memory request is served in (coursekit.cuda.warp_counts)
 GEMM_TILES = (128, 64, 32)  # output tile edges of cuBLAS-style matrix-product kernels
 
 
