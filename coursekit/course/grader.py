@@ -350,7 +350,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     # absolute paths (never resolved: a symbolic link must reach read_submission as one), so that a
     # cluster worker started elsewhere finds the same files
     executed = os.path.abspath(executed_dir) if executed_dir else None
-    calls = {(student, ref.name): (grade_one, (student, ref, Path(os.path.abspath(path)) if path else None), dict(
+    calls = {(student, ref.name): (grade_one, (student, ref, _absolute(path)), dict(
                  cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
              for student, ref, path in tasks if (student, ref.name) not in results}
     if previous is not None and progress:
@@ -383,6 +383,11 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         except Exception:                 # unreadable: already scored 0 with its reason
             pass
     return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
+
+
+def _absolute(path):
+    """``path`` made absolute (None and :class:`Refused` stay what they are)."""
+    return Path(os.path.abspath(path)) if path is not None and not isinstance(path, Refused) else path
 
 
 class _Progress:
