@@ -1,7 +1,7 @@
 """Lasagne's own test suite against coursekit, through the ``import theano`` alias (issue 27).
 
     python benchmarks/lasagne_suite.py                  # device=cpu; writes results/<date>-lasagne-suite-cpu.*
-    python benchmarks/lasagne_suite.py --device sim     # every compiled function on the simulated GPU
+    python benchmarks/lasagne_suite.py --device sim --floatX float32   # on the simulated GPU, as GPU users ran
     python benchmarks/lasagne_suite.py --no-save        # print only
 
 Lasagne is fetched at run time at the pinned commit (``tests/compat/libraries.py``; set
@@ -30,10 +30,11 @@ sys.path.insert(0, str(REPO / "tests" / "compat"))
 import libraries  # noqa: E402  (tests/compat/libraries.py: fetching at pinned versions)
 
 
-def run_suite(device, extra=()):
+def run_suite(device, extra=(), floatx=None):
     src = libraries.lasagne_source()
     junit = pathlib.Path(tempfile.mkdtemp()) / "junit.xml"
-    env = dict(os.environ, THEANO_FLAGS=f"device={device}", PYTHONPATH=f"{REPO}{os.pathsep}{src}")
+    flags = f"device={device}" + (f",floatX={floatx}" if floatx else "")
+    env = dict(os.environ, THEANO_FLAGS=flags, PYTHONPATH=f"{REPO}{os.pathsep}{src}")
     cmd = [sys.executable, "-m", "coursekit.theano", "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider",
            "-q", "-W", "ignore", f"--junitxml={junit}", "lasagne/tests", *extra]
     proc = subprocess.run(cmd, cwd=src, env=env, capture_output=True, text=True, timeout=3600)
@@ -83,19 +84,22 @@ def report(device, counts, reasons):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "sim", "gpu"])
+    parser.add_argument("--floatX", default=None, choices=["float32", "float64"],
+                        help="floatX for the run (default: Theano's float64; float32 is what GPU users set)")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (e.g. -k recurrent)")
     args = parser.parse_args()
     try:
-        counts, reasons = run_suite(args.device, args.pytest_args)
+        counts, reasons = run_suite(args.device, args.pytest_args, args.floatX)
     except libraries.Unavailable as exc:
         raise SystemExit(f"Lasagne is not available here: {exc}")
-    text = report(args.device, counts, reasons)
+    label = args.device + (f"-{args.floatX}" if args.floatX else "")
+    text = report(label, counts, reasons)
     print(text)
     if not args.no_save:
-        stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-lasagne-suite-{args.device}"
+        stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-lasagne-suite-{label}"
         stem.with_suffix(".md").write_text(text)
-        data = {"device": args.device, "lasagne_commit": libraries.LASAGNE_COMMIT, "counts": dict(counts),
+        data = {"device": args.device, "floatX": args.floatX or "float64", "lasagne_commit": libraries.LASAGNE_COMMIT, "counts": dict(counts),
                 "python": platform.python_version(),
                 "reasons": [{"outcome": k, "reason": r, "tests": n} for (k, r), n in reasons.items()]}
         stem.with_suffix(".json").write_text(json.dumps(data, indent=1))

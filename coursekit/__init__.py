@@ -27,7 +27,7 @@ __version__ = "0.1.0"
 
 # The roles lower layers ask for (see coursekit/wiring.py): each is played by a higher layer.
 for _role, _target in {
-    "compile_function": "compile.function:function",            # Variable.eval(), verify_grad
+    "compile_function": "compile.function:function",            # Variable.eval()
     "compute_test_values": "test_value:compute_test_values",    # Op.__call__ with compute_test_value on
     "gpu_presets": "devices.presets:available",                 # config.gpu_model's valid names
     "is_device_array": "devices.simarray:is_device_array",      # TensorType.filter's error on device values
@@ -37,7 +37,6 @@ for _role, _target in {
     "modelled": "modelled",                                     # a profile's modelled column
     "function_html": "printing:function_html",                  # a compiled function in Jupyter
     "debugprint": "printing:debugprint",                        # exception_verbosity='high'
-    "stabilize_graph": "rewriting.stabilize:stabilize_graph",  # grad(stabilize=True): the stable cost
     "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
     "jacobian": "gradient_extras:jacobian", "hessian": "gradient_extras:hessian",  # T.jacobian, T.hessian
     "registered_modes": "debugmode",                            # mode='DebugMode' (it registers itself)

@@ -20,7 +20,9 @@ import warnings
 import numpy as np
 
 from . import wiring
+from .compile.function import function
 from .graph import Variable, apply_nodes_between, format_trace
+from .rewriting.stabilize import stabilize_graph
 from .tensor import math as M
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
@@ -79,10 +81,10 @@ def stabilized(cost, consider_constant=()):
     ``log(sigmoid(z))`` becomes ``-softplus(-z)`` and so on: the canonicalize and
     stabilize rewrites applied to a clone of the cost graph, whose leaves are
     still the user's variables (``consider_constant`` is mapped to the clone).
-    The same step whatever was imported: the rewrites live in
-    :mod:`coursekit.rewriting.stabilize`, which ``wiring`` loads on first use.
+    The same step whatever was imported: the rewrites are
+    :mod:`coursekit.rewriting`'s, which sits below this module.
     """
-    (cost,), memo = wiring.get("stabilize_graph")([cost])
+    (cost,), memo = stabilize_graph([cost])
     return cost, [memo.get(id(v), v) for v in consider_constant]
 
 
@@ -199,8 +201,6 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
     every output element is checked.  Raises ``AssertionError`` with the
     worst mismatch on failure.
     """
-    function = wiring.get("compile_function")  # verify_grad compiles: a testing tool above the compiler
-
     rng = rng or np.random.default_rng(42)
     pt = [np.array(p) for p in pt]
     dtype = np.result_type(*[p.dtype for p in pt])

@@ -68,6 +68,13 @@ def test_w2_without_the_host_scalars_rule_goes_to_the_device_and_back(cuda):
     assert float(r) == 3.75
 
 
+def test_the_host_scalars_rule_can_be_left_out_for_every_function(cuda):
+    a, b = T.fscalar("a"), T.fscalar("b")
+    with theano.config.change(optimizer_excluding="host_scalars"):   # COURSEKIT_FLAGS=optimizer_excluding=...
+        f = theano.function([a, b], a * b)
+    assert device_nodes(f) and float(f(np.float32(2), np.float32(4))) == 8
+
+
 def logistic_step(n=400, feats=50):
     """The tutorial's training step with the data in shared variables (the lesson's tuned version)."""
     rng = np.random.RandomState(1234)
@@ -102,8 +109,8 @@ def test_w3_logistic_regression_step_with_shared_data(cuda):
     assert c.syncs <= 1, c
     assert c.launches <= kernels + copies, (c.kernels, kernels, copies)
     assert c.kernels.count("gemv") == 2, c.kernels            # forward and gradient: one cuBLAS call each
-    # the two updated shared variables get new buffers each step (no in-place update yet); nothing else does
-    assert c.allocations <= 2, c
+    # the updated shared variables' old buffers take the next values: nothing is allocated per step
+    assert c.allocations == 0, c
     assert np.isfinite(float(cost)) and not np.array_equal(w.get_value(), w0)
 
 
@@ -123,3 +130,29 @@ def test_w4_dot_plus_bias_with_shared_operands_is_one_gemm(cuda):
     assert c.kernels.count("gemm") == 1 and c.launches <= 2, c.kernels   # b copied into the output, then GEMM
     assert (c.h2d, c.d2h, c.allocations, c.syncs) == (0, 1, 0, 1), c
     np.testing.assert_allclose(r, mv @ xv + bv, rtol=1e-5)
+
+
+def test_w3_an_old_weight_buffer_someone_still_holds_is_never_reused(cuda):
+    train, w = logistic_step()
+    train()
+    held = w.get_value(borrow=True, return_internal_type=True)     # the device buffer itself, kept by the caller
+    before = held.get()
+    c, _ = counted(train, warm_up=1)
+    np.testing.assert_array_equal(held.get(), before)            # a new buffer took the update instead
+    assert c.allocations == 1, c
+    del held
+    c, _ = counted(train, warm_up=1)
+    assert c.allocations == 0, c
+
+
+def test_a_device_input_is_taken_as_it_is_and_a_wrong_one_is_still_refused(cuda):
+    from coursekit import devices
+    x = devices.device_variable("float32", (False,), "x")
+    f = theano.function([x], theano.Out(theano.gpu_from_host(T.exp(x)), borrow=True))
+    value = devices.to_device(np.zeros(5, "float32"))
+    c, r = counted(f, value)
+    assert (c.h2d, c.d2h, c.launches, c.allocations) == (0, 0, 1, 0), c
+    with pytest.raises(TypeError, match="float64 device array"):
+        f(devices.to_device(np.zeros(5)))
+    with pytest.raises(TypeError, match="on the host"):
+        f(np.zeros(5, "float32"))

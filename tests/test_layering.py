@@ -55,7 +55,6 @@ LOCAL_IMPORTS = {
     ("devices.device", "scalar.cuda_codegen"): LAZY + "elementwise CUDA code generation; coursekit.cuda never needs it",
     ("devices.calibrate", "devices"): LAZY + "CuPy is looked for only when a GPU is measured",
     ("devices.calibrate", "devices.costmodel"): CYCLE + "a saved preset makes the cost model forget its cache",
-    ("printing.html", "printing.picture"): LAZY + "graphviz pictures only when a graph is drawn",
     ("scalar.numba_kernels", "scalar.numba_math"): LAZY + "numba (a second to import) only when a loop compiles",
     ("scan_module.op", "scan_module.grad"): CYCLE + "the gradient of a scan builds another scan",
     ("tensor.type", "tensor.var"): CYCLE + "a type makes its variables, and variables are built on types",
@@ -171,7 +170,7 @@ def test_function_local_imports_are_few_and_each_has_its_reason():
 
 
 def test_the_core_layers_import_downwards_only():
-    order = ["wiring", "config", "graph", "fgraph", "scalar", "tensor", "gradient", "rewriting", "compile"]
+    order = ["wiring", "config", "graph", "fgraph", "scalar", "tensor", "rewriting", "compile", "gradient"]
     rank = {name: i for i, name in enumerate(order)}
     upward = [f"{m}:{line} imports {t}" for m, t, line, local in _cross_package(_imports())
               if _package(m) in rank and _package(t) in rank and rank[_package(t)] > rank[_package(m)]]
@@ -190,6 +189,25 @@ def test_every_role_asked_of_wiring_is_provided_by_the_facade():
     for role, target in provided.items():
         module = target.split(":")[0]
         assert _is_module(module.split(".")), f"wiring role {role!r}: no module coursekit.{module}"
+    # a role is for calling UP only: its provider's package must already depend on the asker's package
+    # (otherwise the asker should simply import it)
+    edges = _edges([i for i in _imports() if not i[3]])
+    sideways = [(role, asker, provided[role]) for role, askers in asked.items() for asker in askers
+                if not _reaches(edges, _package(provided[role].split(":")[0]), _package(asker))]
+    assert not sideways, f"wiring roles that do not call a higher layer (import the provider instead): {sideways}"
+
+
+def _reaches(edges, start, goal):
+    seen, stack = {start}, [start]
+    while stack:
+        node = stack.pop()
+        for nxt in edges.get(node, {}):
+            if nxt == goal:
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return False
 
 
 def _loaded_by(statement):
@@ -203,6 +221,8 @@ def test_the_course_and_the_cuda_emulator_load_no_compiler_module():
                 "coursekit.gradient")
     graded = _loaded_by("import coursekit.course.graded")
     assert not {m for m in graded if m.startswith(compiler)}, sorted(graded)
+    grader = _loaded_by("import coursekit.course.grader, coursekit.course.runner, coursekit.course.check")
+    assert not {m for m in grader if m.startswith(compiler)}, sorted(grader)
     cuda = _loaded_by("import coursekit.cuda")
     assert not {m for m in cuda if m.startswith(compiler)}, sorted(cuda)
     assert "coursekit.compile" in _loaded_by("import coursekit; coursekit.function")  # the facade still works

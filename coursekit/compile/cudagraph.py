@@ -127,7 +127,7 @@ class GraphCall:
         before, device, after = sections(fn.maker.fgraph, fn.nodes)
         if not device:
             raise CaptureRefused("nothing runs on the device (no kernel to capture): the call stays as it is")
-        updates = [(target, cell) for target, cell, _, _ in fn.update_plan if fn.device.is_device_array(target[0])]
+        updates = [(target, cell) for target, cell, *_ in fn.update_plan if fn.device.is_device_array(target[0])]
         stream = cupy.cuda.Stream(non_blocking=True)
         with stream:
             stream.begin_capture()
@@ -167,6 +167,7 @@ class GraphCall:
         outputs = [(cell, copy or (hand_out is not None and not out.borrow), as_array, hand_out)
                    for (cell, copy, as_array, hand_out), out in zip(fn.output_plan, fn.maker.outputs)]
         kept = {id(cell) for cell, _, _, hand_out in outputs if hand_out is not None}
+        kept |= {id(cell) for cell in fn.view_cells}   # the graph does not remake views: their cells stay
         plan = CallPlan(
             name=f"{fn.name} (CUDA graph)", input_cells=fn.input_cells, input_types=fn.input_types, thunks=thunks,
             outputs=outputs, updates=[u for u in fn.update_plan if id(u[0]) not in captured_targets],

@@ -104,12 +104,21 @@ class Function:
         self.input_specs = ins
         self._n_inputs = len(ins)
         outputs, values, self._release_cells, self.gc_cells = plan_results(fgraph, outs, storage, self.allow_gc)
+        # device views (a DimShuffle of a shared variable...) are remade every call: emptying their cells after
+        # the call drops the last reference to a shared variable's old buffer, which its update can then reuse
+        released = {id(c) for c in self._release_cells} | {id(c) for c in self.gc_cells}
+        self.view_cells = [storage[o] for node in nodes if getattr(node.op, "device", "cpu") == "gpu"
+                           for k, o in enumerate(node.outputs) if (getattr(node.op, "view_map", None) or {}).get(k)
+                           and id(storage[o]) not in released]
+        self._release_cells = self._release_cells + self.view_cells
         # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay on their
         # device, handed out as that device says (on a real GPU: handles that numpy.asarray copies home)
         self.output_plan = [(cell, copy, type(v.type) is TensorType and v.type.ndim == 0,
                              _handing_out(v.type, o.borrow)) for (cell, copy), v, o in zip(outputs, out_vars, outs)]
-        self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type))
-                            for (target, _), (cell, copy) in zip(updates, values)]
+        # a device shared variable's old buffer is handed back to the op computing its update (callgen.py)
+        self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type),
+                             _device_update(target, value, copy))
+                            for (target, _), value, (cell, copy) in zip(updates, upd_vars, values)]
         # allow_gc: free each buffer right after its last reader (which may compute into it), not at the end
         self.frees_after, self.inherit_before = [], []
         if self.allow_gc:
@@ -244,6 +253,14 @@ def _verbose_detail(node):
         return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
     debugprint = wiring.get("debugprint")
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
+
+
+def _device_update(target, value, copied):
+    """Can the buffer a device shared variable gives up be reused for its next update value?  When the value
+    is a fresh result of a device op (not a copy, not a view of something else, not an input or constant)."""
+    owner = getattr(value, "owner", None)
+    return (not copied and getattr(target.type, "device", None) is not None and owner is not None
+            and not (getattr(owner.op, "view_map", None) or getattr(owner.op, "destroy_map", None)))
 
 
 def _handing_out(ttype, borrowed):

@@ -98,6 +98,7 @@ class Device:
     model = None            # a cost model attached to this device object (see the module docstring)
     blas = None             # a BLAS module shaped like cupy.cublas (gemm, gemv into given buffers), or None
     wraps_arrays = False    # True where device arrays wrap the xp arrays kernels compute on (wrap/unwrap do work)
+    fast_input_type = None  # a class whose instances (that exact type) are surely this device's memory, or None
 
     # -- memory ---------------------------------------------------------------
     def is_device_array(self, value) -> bool:
@@ -192,6 +193,7 @@ class SimDevice(GPUDevice):
     simulated = True
     array_type = SimArray
     wraps_arrays = True
+    fast_input_type = SimArray
     timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
 
     def synchronize(self):
@@ -249,6 +251,8 @@ class CudaDevice(GPUDevice):
         self.array_type = cupy.ndarray
         self.handle_class = handle_class(cupy.ndarray)  # numpy.asarray(result) copies home, as in Theano
         self.blas = importlib.import_module(f"{cupy.__name__}.cublas")  # GEMM/GEMV: one cuBLAS call each
+        # with one GPU a cupy.ndarray is surely its memory: a function's input check is then one type test
+        self.fast_input_type = cupy.ndarray if cupy.cuda.runtime.getDeviceCount() == 1 else None
         self._kernels = {}
 
     def is_device_array(self, value):

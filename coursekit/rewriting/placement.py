@@ -20,7 +20,8 @@ lifted: device-resident shared variables get a ``HostFromGpu`` and
 
 Scalar work stays on the host, as Theano's GPU optimiser kept it (the
 ``host_scalars`` rule, tagged ``host_scalars``; ``mode.excluding("host_scalars")``
-turns it off): a node whose outputs are known to hold one element (0-d, or
+turns it off for one function, ``optimizer_excluding=host_scalars`` in
+``COURSEKIT_FLAGS`` for all): a node whose outputs are known to hold one element (0-d, or
 every dimension broadcastable) and whose inputs are host values runs on the
 host, and a one-element host value read by an elementwise kernel is passed
 as the kernel's scalar argument instead of being copied to the device.  A

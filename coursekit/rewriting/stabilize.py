@@ -10,7 +10,8 @@ exactly 0 or 1, and ``log`` returns -inf.  Canonicalisation has already
 turned ``p_1`` into ``sigmoid(z)`` and ``1 - p_1`` into ``sigmoid(-z)``;
 here ``log(sigmoid(z))`` becomes ``-softplus(-z)``, which is finite for
 every finite z.  :func:`stabilize_graph` applies the same rewrites *before*
-differentiation (:func:`coursekit.gradient.stabilized` calls it), so the gradients are finite too.
+differentiation (:func:`coursekit.gradient.stabilized` calls it: gradient sits above rewriting), so the
+gradients are finite too.
 """
 from __future__ import annotations
 

@@ -162,10 +162,15 @@ def shape_padaxis(t, axis):
     return t.dimshuffle(*(order[:axis] + ["x"] + order[axis:]))
 
 
-def squeeze(x):
-    """``x`` without its broadcastable axes (Theano's ``T.squeeze``: the axes known to have length 1)."""
+def squeeze(x, axis=None):
+    """``x`` without its broadcastable axes (Theano's ``T.squeeze``: the axes known to have length 1), or
+    without the given ``axis`` (an int or a tuple), whose length is checked to be 1 when the function runs."""
     x = as_tensor_variable(x)
-    return x.dimshuffle(*[i for i, b in enumerate(x.type.broadcastable) if not b])
+    if axis is None:
+        return x.dimshuffle(*[i for i, b in enumerate(x.type.broadcastable) if not b])
+    axes = {a % x.type.ndim for a in ((axis,) if isinstance(axis, int) else axis)}
+    x = addbroadcast(x, *sorted(axes))
+    return x.dimshuffle(*[i for i in range(x.type.ndim) if i not in axes])
 
 
 class Nonzero(XpOp):

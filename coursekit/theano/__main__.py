@@ -13,6 +13,7 @@ import runpy
 import sys
 
 from . import install, report
+from .report import RECORD
 
 
 USAGE = ("usage: python -m coursekit.theano [--report] [--report-to FILE] [--shadow-real-theano] "
@@ -48,12 +49,23 @@ def _parse(argv):
     raise SystemExit(f"{USAGE}\npython -m coursekit.theano: name a script (script.py) or a module (-m pytest ...)")
 
 
+def _note_missing():
+    """Without --report, still say at exit which Theano names the program asked for in vain."""
+    missing = RECORD.summary()["missing"]
+    if missing:
+        print(f"coursekit.theano: the program asked for {len(missing)} Theano name(s) coursekit does not have: "
+              f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''} (python -m coursekit.theano --report "
+              "... lists everything it used)", file=sys.stderr)
+
+
 def main(argv=None):
     args = _parse(sys.argv[1:] if argv is None else argv)
     install(shadow_real_theano=args.shadow_real_theano)
     target = args.module or args.program[0]
     if args.report:
         atexit.register(lambda: print(report(program=target), file=sys.stderr))
+    else:
+        atexit.register(_note_missing)
     if args.report_to:
         atexit.register(report, args.report_to, target)
     if args.module is not None:

@@ -26,6 +26,19 @@ DIFFERENCES = {
     "theano.tensor.signal.downsample": "the pre-0.9 module name; pool_2d's padding/mode arguments as in 0.9",
     "theano.compile.mode.get_default_mode": "modes differ in rewrites only; every mode runs NumPy thunks",
     "theano.printing.pydotprint": "draws with matplotlib (no pydot/graphviz needed)",
+    "theano.sandbox.rng_mrg.MRG_RandomStreams": "the MRG31k3p generator; its numbers for a seed are not checked "
+                                                "against Theano's",
+    "theano.gpuarray": "Theano's libgpuarray back end is not coursekit's: pygpu_activated is False, no cuDNN; "
+                       "device=gpu runs coursekit's own GPU path",
+    "theano.sandbox.cuda": "Theano's old CUDA back end is not coursekit's: cuda_enabled is False",
+    "theano.tensor.signal.pool.pool_2d": "window sizes, strides and padding must be ints (Theano 0.9+ also took "
+                                         "symbolic ones)",
+    "theano.tensor.nnet.neighbours.images2neibs": "modes 'valid' and 'ignore_borders' only",
+    "theano.tensor.nnet.abstract_conv.AbstractConv2d_gradInputs": "num_groups=1 and shared weights only",
+    "theano.tensor.nnet.abstract_conv.AbstractConv2d_gradWeights": "num_groups=1 and shared weights only",
+    "theano.grad": "a gradient with respect to an integer variable is refused (Theano returned zeros)",
+    "theano.function": "inputs must be leaf variables (Theano let a computed variable be an input and cut the "
+                       "graph there: use givens); mode/linker flags accepted, no C code is compiled",
 }
 
 

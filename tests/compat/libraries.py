@@ -54,15 +54,46 @@ def _run(cmd, **kwargs):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600, **kwargs)
 
 
-def _clone(source, dest):
+def _clone(source, dest, commit=LASAGNE_COMMIT, paths=()):
     if shutil.which("git") is None:
-        raise Unavailable("git is not installed, so Lasagne's repository cannot be cloned")
+        raise Unavailable(f"git is not installed, so {source} cannot be cloned")
     proc = _run(["git", "clone", "--quiet", "--no-checkout", source, str(dest)])
     if proc.returncode != 0:
-        raise Unavailable(f"cannot clone Lasagne from {source}: {proc.stderr.strip()[:300]}")
-    proc = _run(["git", "-C", str(dest), "checkout", "--quiet", LASAGNE_COMMIT])
+        raise Unavailable(f"cannot clone {source}: {proc.stderr.strip()[:300]}")
+    proc = _run(["git", "-C", str(dest), "checkout", "--quiet", commit, *(["--", *paths] if paths else [])])
     if proc.returncode != 0:
-        raise Unavailable(f"{source} has no commit {LASAGNE_COMMIT}: {proc.stderr.strip()[:300]}")
+        raise Unavailable(f"{source} has no commit {commit}: {proc.stderr.strip()[:300]}")
+
+
+def checkout(name, url, commit, env_var, fix=None, sparse=()):
+    """A directory holding the repository ``url`` at ``commit`` (``env_var`` may name a local clone or
+    mirror instead); ``fix(root)`` adapts it once, when it is first fetched; ``sparse``: only these paths."""
+    dest = CACHE / f"{name}-{commit[:12]}"
+    if not dest.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        work = pathlib.Path(tempfile.mkdtemp(dir=CACHE))
+        _clone(os.environ.get(env_var, url), work / "src", commit, sparse)
+        if fix is not None:
+            fix(work / "src")
+        (work / "src").rename(dest)
+        shutil.rmtree(work, ignore_errors=True)
+    return dest
+
+
+def python2_prints_to_python3(root):
+    """Rewrite Python 2 ``print x`` statements as ``print(x)`` calls (lib2to3's print fixer, nothing else)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from lib2to3 import refactor
+
+    tool = refactor.RefactoringTool(["lib2to3.fixes.fix_print"])
+    for path in sorted(root.glob("*.py")):
+        try:
+            path.write_text(str(tool.refactor_string(path.read_text(), str(path))))
+        except Exception:  # noqa: BLE001 - lib2to3 cannot parse it: leave the file as it is
+            continue
 
 
 def lasagne_source():

@@ -142,6 +142,11 @@ def test_broadcast_patterns_padding_squeeze_and_shape_unpacking():
     assert T.shape_padright(x, 2).broadcastable == (False, False, True, True)
     assert T.shape_padaxis(x, 1).broadcastable == (False, True, False)
     assert T.squeeze(T.shape_padaxis(x, 1)).broadcastable == (False, False)
+    t3 = T.dtensor3("t3")
+    squeezed = theano.function([t3], [T.squeeze(t3, 1), T.extra_ops.squeeze(t3[:, :1], axis=(1,))])(np.zeros((2, 1, 3)))
+    assert [s.shape for s in squeezed] == [(2, 3), (2, 3)]
+    with pytest.raises(ValueError, match="declared broadcastable"):
+        theano.function([t3], T.squeeze(t3, 0))(np.zeros((2, 1, 3)))
     rows, cols = x.shape
     xv = rand(3, 4)
     got = theano.function([x], [row * x, rows * cols])(xv)

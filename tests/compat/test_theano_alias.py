@@ -134,3 +134,27 @@ def test_python_floats_beside_integer_tensors_take_floatx_as_in_theano(tmp_path)
     plain = subprocess.run([sys.executable, "-c", "import coursekit.tensor as T; print((T.bvector() + 1.5).dtype)"],
                            capture_output=True, text=True, env=clean_env(), timeout=120)
     assert plain.stdout.strip() == "float64"  # coursekit's own rule stays NumPy 2's
+
+
+def test_without_report_a_run_still_names_what_was_missing(tmp_path):
+    proc = run(tmp_path, """
+        try:
+            from theano.tensor.nnet import no_such_op
+        except ImportError:
+            pass
+    """, env=clean_env())
+    assert "1 Theano name(s) coursekit does not have: theano.tensor.nnet.no_such_op" in proc.stderr
+
+
+def test_theano_param_clone_and_ifelse_as_theano_had_them(tmp_path):
+    out = run(tmp_path, """
+        import numpy as np
+        import theano, theano.tensor as T
+        x, y = T.dvector("x"), T.dscalar("y")
+        f = theano.function([x, theano.Param(y, default=2.0)], x.sum() * y)
+        doubled = theano.clone(x * 3, replace={x: x * 2})
+        pick = theano.ifelse.ifelse(T.gt(y, 0), x, -x)
+        g = theano.function([x, y], [doubled, pick])
+        print(f(np.ones(2)), f(np.ones(2), 5.0), *[v.tolist() for v in g(np.ones(2), -1.0)])
+    """, env=clean_env()).stdout.split(" ", 2)
+    assert out[:2] == ["4.0", "10.0"] and out[2].strip() == "[6.0, 6.0] [-1.0, -1.0]"

@@ -57,8 +57,9 @@ def _refuse_host(value):
                     "like CuPy, never copies it implicitly; use cupy.asarray)")
 
 
-def unwrap(value, host_ok=False):
-    """Device arrays -> their buffers, through lists and tuples; a host array is refused unless ``host_ok``."""
+def unwrap(value, host_ok=False, owners=None):
+    """Device arrays -> their buffers, through lists and tuples; a host array is refused unless ``host_ok``.
+    ``owners`` (a dict) collects ``id(memory root) -> device array`` for the arrays met."""
     kind = type(value)
     if kind is np.ndarray:
         if host_ok:
@@ -66,16 +67,19 @@ def unwrap(value, host_ok=False):
             return value
         _refuse_host(value)
     if isinstance(value, ndarray):
+        if owners is not None:
+            owners.setdefault(id(rt.root_of(value._a)), value)
         return value._a
     if kind is tuple or kind is list:
-        return kind(unwrap(v, host_ok) for v in value)
+        return kind(unwrap(v, host_ok, owners) for v in value)
     return value
 
 
-def wrap(buffer):
-    """A buffer -> a device array (no allocation counted: the caller says whether it is new)."""
+def wrap(buffer, base=None):
+    """A buffer -> a device array (no allocation counted: the caller says whether it is new).  A view keeps
+    the array it views in ``base``, as CuPy's views do (so it keeps that array alive, and counts as a reference)."""
     array = object.__new__(ndarray)
-    array._a = buffer
+    array._a, array._base = buffer, base
     return array
 
 
@@ -85,45 +89,36 @@ def new_array(buffer):
     return wrap(buffer)
 
 
-def _roots(value, into):
-    if type(value) is np.ndarray:
-        into.append(rt.root_of(value))
-    elif type(value) in (tuple, list):
-        for v in value:
-            _roots(v, into)
-    elif type(value) is dict:
-        for v in value.values():
-            _roots(v, into)
-    return into
-
-
-def _wrap_result(result, old_roots, new):
-    """Arrays in ``result`` -> device arrays; those whose memory is not an input's are new (listed in ``new``)."""
+def _wrap_result(result, owners, new):
+    """Arrays in ``result`` -> device arrays; those whose memory is not an input's are new (listed in ``new``),
+    the others are views of the input that owns their memory (``owners``: id(root) -> device array)."""
     if type(result) is np.ndarray:
         root = rt.root_of(result)
-        if not any(root is r for r in old_roots):
+        base = owners.get(id(root))
+        if base is None:
             new.append((result, root))
-        return wrap(result)
+        return wrap(result, base)
     if isinstance(result, np.generic):                       # CuPy's reductions give 0-d arrays, never scalars
         buffer = np.asarray(result)
         new.append((buffer, buffer))
         return wrap(buffer)
     if type(result) in (tuple, list):
-        return type(result)(_wrap_result(r, old_roots, new) for r in result)
+        return type(result)(_wrap_result(r, owners, new) for r in result)
     return result
 
 
 def device_call(fn, args, kwargs, kind, host_ok=False):
     """Run NumPy's ``fn`` on device buffers and count it as CuPy's call ``kind`` would be counted."""
-    h_args = unwrap(args, host_ok)
-    h_kwargs = {k: unwrap(v, host_ok) for k, v in kwargs.items()} if kwargs else {}
+    owners = {}
+    h_args = unwrap(args, host_ok, owners)
+    h_kwargs = {k: unwrap(v, host_ok, owners) for k, v in kwargs.items()} if kwargs else {}
     out = h_kwargs.get("out")
     if out is not None:
         rt.before_write(out if type(out) is tuple else (out,))
     with np.errstate(all="ignore"):                          # a GPU never warns about inf or nan
         result = fn(*h_args, **h_kwargs)
     new = []
-    wrapped = _wrap_result(result, _roots((h_args, h_kwargs), []), new)
+    wrapped = _wrap_result(result, owners, new)
     if new or out is not None:
         for buffer, root in new:
             rt.allocated(root)
@@ -176,11 +171,11 @@ def _operator(name, inplace=False):
 class ndarray:
     """Device memory (a NumPy buffer that only device code reads), CuPy's ``ndarray`` as far as coursekit uses it."""
 
-    __slots__ = ("_a", "__weakref__")
+    __slots__ = ("_a", "_base", "__weakref__")
     __array_priority__ = 100
 
     def __init__(self, shape, dtype=float, memptr=None, strides=None, order="C"):
-        self._a = np.empty(shape, dtype, order=order)
+        self._a, self._base = np.empty(shape, dtype, order=order), None
         rt.allocated(self._a)
 
     # -- what it is (no data moves) ---------------------------------------------
@@ -193,8 +188,8 @@ class ndarray:
     itemsize = property(lambda self: self._a.itemsize)
     flags = property(lambda self: self._a.flags)
     device = property(lambda self: DEVICE0)
-    T = property(lambda self: wrap(self._a.T))
-    base = property(lambda self: None if self._a.base is None else wrap(self._a.base))
+    T = property(lambda self: wrap(self._a.T, self))
+    base = property(lambda self: self._base)
 
     def __len__(self):
         return len(self._a)
@@ -262,14 +257,14 @@ class ndarray:
     def view(self, dtype=None):
         if isinstance(dtype, type) and issubclass(dtype, ndarray):
             array = object.__new__(dtype)
-            array._a = self._a
+            array._a, array._base = self._a, self
             return array
-        return wrap(self._a.view(dtype)) if dtype is not None else wrap(self._a.view())
+        return wrap(self._a.view(dtype) if dtype is not None else self._a.view(), self)
 
     def __iter__(self):
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d array")
-        return (wrap(self._a[i]) for i in range(len(self._a)))
+        return (wrap(self._a[i], self) for i in range(len(self._a)))
 
     def __getitem__(self, index):
         return device_call(np.ndarray.__getitem__, (self, index), None, "getitem", host_ok=True)
