@@ -18,6 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from coursekit.config import config
+
 
 def _exercises(args) -> int:
     from coursekit.course.exercises import ExerciseError, generate
@@ -61,17 +63,20 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
+    from coursekit.course import cluster, export, regrade
     from coursekit.course.grader import grade
     from coursekit.course.report import number, write_reports
     from coursekit.course.sandbox import detect
 
     try:
+        formats = export.parse_formats(args.export)
+        previous = regrade.read_previous(args.regrade or args.out) if args.regrade is not None else None
         scores, warnings = grade(
             args.submissions, args.reference, cell_timeout=args.cell_timeout,
             notebook_timeout=args.notebook_timeout, jobs=args.jobs, executed_dir=args.executed,
-            progress=not args.no_progress,
+            progress=not args.no_progress, assignment=args.assignment, cluster=args.cluster, previous=previous,
         )
-    except (FileNotFoundError, ValueError) as exc:
+    except (FileNotFoundError, ValueError, cluster.ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -83,12 +88,28 @@ def _grade(args) -> int:
     print(f"isolation: {guard.label}", file=sys.stderr)
     for line in guard.describe():
         print(f"  {line}", file=sys.stderr)
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe())
+    assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
+    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned)
     students = len({s.student for s in scores})
     got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
+    if assigned:
+        print(f"assigned: {', '.join(assigned)}")
     print(f"graded {students} students: {number(got)}/{number(out_of)} points in all.")
     print(f"wrote {csv_path} and {md_path}")
+    if previous is not None:
+        diff_csv, diff_md, changes = regrade.write_diff(previous, scores, csv_path, *_regrade_counts(previous, scores))
+        print(f"regrade: {len({c.student for c in changes})} students' points changed; wrote {diff_csv} and {diff_md}")
+    for path in export.write_exports(scores, csv_path, formats, assigned, regrade.grader_version()):
+        print(f"wrote {path}")
     return 0
+
+
+def _regrade_counts(previous, scores) -> tuple[int, int]:
+    """(notebooks graded again, notebooks kept): a kept notebook's rows are the previous rows, unchanged."""
+    earlier = set(previous)
+    notebooks = {(s.student, s.notebook) for s in scores}
+    rerun = {(s.student, s.notebook) for s in scores if s not in earlier}
+    return len(rerun), len(notebooks - rerun)
 
 
 def _calibrate(args) -> int:
@@ -111,7 +132,6 @@ def _calibrate(args) -> int:
 
 
 def _gpu_models(args) -> int:
-    from coursekit.config import config
     from coursekit.devices import presets
     from coursekit.devices.calibrate import describe
 
@@ -123,10 +143,13 @@ def _gpu_models(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
-        kind = "measured by calibrate" if spec.measured else "datasheet figures; estimates marked in sources"
+        kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
         print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
+            if spec.figure_sources:
+                print("  per figure:\n" + "\n".join(f"    {name}: {kind} ({where})"
+                                                     for name, kind, where in spec.figure_sources))
     return 0
 
 
@@ -153,6 +176,15 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: 1)")
     gr.add_argument("--executed", metavar="DIR", help="also save each executed notebook as DIR/<student>/<NN_name>.ipynb")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gr.add_argument("--assignment", metavar="LIST", help="grade and total only these exercises: numbers or names, "
+                                                          "comma-separated (e.g. 03,05)")
+    gr.add_argument("--export", metavar="FORMATS", help="also write gradebook files next to --out: canvas, moodle, "
+                                                         "json (comma-separated)")
+    gr.add_argument("--regrade", nargs="?", const="", metavar="PREVIOUS_CSV",
+                    help="re-run only notebooks whose submission or judges changed since PREVIOUS_CSV (default: "
+                         "the --out file) and write <out>-regrade.csv/.md with the students whose points changed")
+    gr.add_argument("--cluster", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786 or a scheduler "
+                                                          "file) instead of --jobs local runs")
     gr.set_defaults(func=_grade)
 
     ca = commands.add_parser("calibrate", help="measure this machine's GPU and save a cost-model preset",

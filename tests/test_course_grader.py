@@ -70,6 +70,10 @@ def synthetic_class(root: Path):
     return reference
 
 
+# Every cell of the class runs under this limit, set-up imports included: generous enough for a loaded
+# machine (3 s timed out the set-up of a correct notebook under load), so only the endless loop hits it.
+CELL_LIMIT = 12
+
 EXPECTED = {
     # student: {cell id: (points, reason prefix)}
     "correct": {"softplus": (2, "passed"), "row-norms": (3, "passed"), "standardize": (1, "passed")},
@@ -90,14 +94,14 @@ EXPECTED = {
         "standardize": (1, "passed"),
     },
     "infinite_loop": {
-        "softplus": (0, "timeout after 3s"),
+        "softplus": (0, f"timeout after {CELL_LIMIT}s"),
         "row-norms": (3, "passed"),
         "standardize": (1, "passed"),
     },
     "crash": {
         "softplus": (2, "passed"),
         "row-norms": (0, "kernel crashed"),
-        "standardize": (0, "not run: kernel crashed earlier"),
+        "standardize": (1, "passed"),      # a fresh kernel re-ran the cells before and went on (issue 22)
     },
     "stub": {
         "softplus": (0, "error: NotImplementedError: Exercise: np.logaddexp(0, x)"),
@@ -115,16 +119,17 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
     start = time.monotonic()
     code = main([
         "grade", str(tmp_path / "submissions"), "--out", str(out), "--reference", str(reference),
-        "--cell-timeout", "3", "--notebook-timeout", "120", "--jobs", "2",
+        "--cell-timeout", str(CELL_LIMIT), "--notebook-timeout", "240", "--jobs", "2",
         "--executed", str(tmp_path / "executed"),
     ])
     elapsed = time.monotonic() - start
     assert code == 0
-    assert elapsed < 100, f"grading took {elapsed:.0f}s"
+    assert elapsed < 400, f"grading took {elapsed:.0f}s"   # a hang guard, not a speed test
 
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection"]
+    assert list(rows[0]) == ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
+                             "submission_sha256", "judge_sha256", "grader"]
     assert all(row["protection"] == protection().label for row in rows if row["reason"] != "missing notebook")
     got = {(r["student"], r["cell_id"]): r for r in rows}
     assert {student for student, _ in got} == set(EXPECTED)
@@ -138,8 +143,8 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
 
     summary = (tmp_path / "out" / "grades.md").read_text()
     assert f"| student | {NAME} (/6) | total (/6) |" in summary
-    assert "| correct | 6 | 6 |" in summary and "| crash | 2 | 2 |" in summary
-    assert "**infinite_loop** · `01_fixture` · `softplus` (0/2): timeout after 3s" in summary
+    assert "| correct | 6 | 6 |" in summary and "| crash | 3 | 3 |" in summary
+    assert f"**infinite_loop** · `01_fixture` · `softplus` (0/2): timeout after {CELL_LIMIT}s" in summary
     assert "ignored notes.txt" in summary
     assert "## How each run was isolated" in summary
     assert (tmp_path / "executed" / "crash" / f"{NAME}.ipynb").exists()

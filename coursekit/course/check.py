@@ -206,6 +206,7 @@ def graded_check(cell_id: str, inputs, probe, judge, *, seed: int) -> None:
     a dict of observations; ``judge`` gets both as keyword arguments and raises AssertionError with
     a message when the work is wrong. ``seed`` gives the inputs a student sees in JupyterLab.
     """
+    __tracebackhide__ = True   # IPython leaves this frame out of a student's traceback
     if _JUDGING is not None:
         _judge_reported(cell_id, inputs, judge)
         return
@@ -224,6 +225,7 @@ def graded_check(cell_id: str, inputs, probe, judge, *, seed: int) -> None:
 
 
 def _judge_reported(cell_id: str, inputs, judge) -> None:
+    __tracebackhide__ = True   # IPython leaves this frame out of a student's traceback
     state = _JUDGING
     state.judged.append(cell_id)
     seen = decode(read_report(state.report_dir, cell_id), nonce=state.nonce, cell_id=cell_id)
@@ -232,6 +234,7 @@ def _judge_reported(cell_id: str, inputs, judge) -> None:
 
 
 def _call_judge(judge, given: dict, seen: dict) -> None:
+    __tracebackhide__ = True   # IPython leaves this frame out of a student's traceback
     clash = set(given) & set(seen)
     if clash:
         raise TypeError(f"observations {sorted(clash)} have the names of inputs; rename them in the probe")

@@ -6,6 +6,7 @@ nodes: ``T.exp(x)``, ``T.dot(m, x)``, ``x.sum(axis=0)``, ``x[1:]``.
 """
 from __future__ import annotations
 
+from .. import wiring
 from ..config import config
 from . import nnet  # noqa: F401
 from .blas import Dot, Gemm, Gemv  # noqa: F401
@@ -92,42 +93,11 @@ for _plural_name, _rank in (("scalars", "scalar"), ("vectors", "vector"), ("matr
         globals()[_prefix + _plural_name] = _plural(_rank, _dtype)
 
 
-def Rop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``J v`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Rop as _rop
-
-    return _rop(f, wrt, eval_points)
-
-
-def Lop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``v^T J`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Lop as _lop
-
-    return _lop(f, wrt, eval_points)
-
-
-def grad(cost, wrt, **kwargs):
-    """Symbolic gradient (see :func:`coursekit.gradient.grad`)."""
-    from ..gradient import grad as _grad
-
-    return _grad(cost, wrt, **kwargs)
-
-
-def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """The Jacobian of a vector ``expression`` (see :func:`coursekit.gradient_extras.jacobian`)."""
-    from ..gradient_extras import jacobian as _jacobian
-
-    return _jacobian(expression, wrt, consider_constant, disconnected_inputs)
-
-
-def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
-    """The Hessian of a scalar ``cost`` (see :func:`coursekit.gradient_extras.hessian`)."""
-    from ..gradient_extras import hessian as _hessian
-
-    return _hessian(cost, wrt, consider_constant, disconnected_inputs)
-
-
 def __getattr__(name):
+    # T.grad, T.Rop, T.Lop, T.jacobian, T.hessian: Theano shows them here, but they live above tensor
+    # (coursekit/wiring.py)
+    if name in ("grad", "Rop", "Lop", "jacobian", "hessian"):
+        return wiring.get(name)
     # T.shared_randomstreams loads on first use (it needs the compile package, which needs this one)
     if name in ("shared_randomstreams", "signal"):
         import importlib

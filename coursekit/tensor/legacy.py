@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Variable  # noqa: F401  (T.Variable: Theano's tensor namespace re-exported it)
-from .scalar import ScalarOp, register
+from ..scalar.ops import ScalarOp, register
 from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr
 from .math import abs as _abs, exp, log, sqrt, zeros_like  # noqa: F401
 from .type import TensorType

@@ -5,9 +5,12 @@ compiled and called.  Names follow Theano (and NumPy where Theano did).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from . import scalar
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
+from ..scalar import ops as scalar_ops
 from .blas import Dot
 from .elemwise import DimShuffle, Elemwise
 from .reduction import Max, Min, NumElements, Prod, Sum, normalize_axis
@@ -22,7 +25,7 @@ def elemwise_op(name) -> Elemwise:
     """The (shared, cached) Elemwise op for a scalar op name."""
     op = _ELEMWISE_CACHE.get(name)
     if op is None:
-        op = _ELEMWISE_CACHE[name] = Elemwise(scalar.get(name))
+        op = _ELEMWISE_CACHE[name] = Elemwise(scalar_ops.get(name))
     return op
 
 
@@ -57,7 +60,7 @@ def cast(x, dtype):
     dtype = np.dtype(dtype).name
     if x.type.dtype == dtype:
         return x
-    return Elemwise(scalar.Cast(dtype))(x)
+    return Elemwise(scalar_ops.Cast(dtype))(x)
 
 
 def clip(x, lo, hi):
@@ -142,9 +145,7 @@ def dot(x, y):
     if x.type.ndim == 0 or y.type.ndim == 0:
         return mul(x, y)
     if x.type.ndim > 2 or y.type.ndim > 2:
-        from .extra_ops import nd_dot  # built from tensordot, which uses this function
-
-        return nd_dot(x, y)
+        return _tensor.extra_ops.nd_dot(x, y)  # built from tensordot, which uses this function
     return _DOT(x, y)
 
 
@@ -219,9 +220,10 @@ def dimshuffle(x, *pattern):
 
 def softmax(x):
     """Softmax over the last axis, keeping the input's rank (``T.nnet.softmax`` makes a vector a row)."""
-    from .nnet import Softmax
-
-    return Softmax()(x)
+    return _tensor.nnet.Softmax()(x)
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]
+
+
+scalar_ops.use_tensor_math(sys.modules[__name__])  # the scalar table writes its derivatives with this module

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..graph import Type
 
@@ -164,6 +165,4 @@ def _ndim_hint(got, expected):
 
 
 def _is_device_array(value):
-    from ..devices.simarray import is_device_array
-
-    return is_device_array(value)
+    return wiring.get("is_device_array")(value)

@@ -11,7 +11,9 @@ import numbers
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from ..graph import Constant, Variable
 from .type import TensorType, _is_device_array
 
@@ -109,11 +111,9 @@ class _TensorMethods:
         return self.dimshuffle(*axes)
 
     def dimshuffle(self, *pattern):
-        from .elemwise import DimShuffle
-
         if len(pattern) == 1 and isinstance(pattern[0], (tuple, list)):
             pattern = tuple(pattern[0])
-        return DimShuffle(self.type.broadcastable, pattern)(self)
+        return _tensor.DimShuffle(self.type.broadcastable, pattern)(self)
 
     def reshape(self, *shape, ndim=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list, Variable)):
@@ -149,18 +149,14 @@ class _TensorMethods:
         return out
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
-    def nonzero(self, return_matrix=False):
-        from .legacy import nonzero
-
-        return nonzero(self, return_matrix)
+    def nonzero(self, return_matrix=False): return _tensor.legacy.nonzero(self, return_matrix)
 
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
 
     def transfer(self, target):
         """Theano's ``x.transfer('cpu')`` / ``x.transfer('gpu')`` (or a device name): an explicit transfer op,
         or ``x`` itself when it already lives there."""
-        from .. import gpu_from_host, host_from_gpu
-
+        gpu_from_host, host_from_gpu = wiring.get("gpu_from_host"), wiring.get("host_from_gpu")
         on_device = hasattr(self.type, "host_type")
         if target == "cpu":
             return host_from_gpu(self) if on_device else self
@@ -173,22 +169,18 @@ class _TensorMethods:
     def sqrt(self): return _M().sqrt(self)
 
 
+# Every other tensor module builds on this one, so the methods reach math, sorting, extra_ops and DimShuffle
+# through the package when they run (it has imported them all by then).
 def _M():
-    from . import math
-
-    return math
+    return _tensor.math
 
 
 def _S():
-    from . import sorting
-
-    return sorting
+    return _tensor.sorting
 
 
 def _X():
-    from . import extra_ops
-
-    return extra_ops
+    return _tensor.extra_ops
 
 
 def _comparison(var):
@@ -342,3 +334,6 @@ def _numpy_accepts_out_of_range(scalar_op, args, value):
     dtypes = [a.type.dtype if isinstance(a, Variable) else wide.type.dtype if a is value
               else np.result_type(a).name for a in args]
     return wide if scalar_op.output_dtype(*dtypes) == expected else None
+
+
+

@@ -32,6 +32,7 @@ def _out_len(size, window, stride, pad, ignore_border):
 
 class Pool(XpOp):
     """Pooling of the last two axes of a tensor (any leading axes)."""
+    verified_outputs = True
 
     gpu_name = "GpuPool"
     __props__ = ("ws", "stride", "pad", "ignore_border", "mode")
@@ -98,6 +99,7 @@ class Pool(XpOp):
 
 class PoolGrad(XpOp):
     """The gradient of a pooling, spread back over each window."""
+    verified_outputs = True
 
     gpu_name = "GpuPoolGrad"
     __props__ = ("pool",)
@@ -136,6 +138,7 @@ class PoolGrad(XpOp):
 
 class MaxPoolGradGrad(XpOp):
     """For each window of a max pooling, ``g`` summed where ``x`` held the window's maximum."""
+    verified_outputs = True
 
     gpu_name = "GpuMaxPoolGradGrad"
     __props__ = ("pool",)
