@@ -123,9 +123,9 @@ _SPEC = {
     "cxx": ("", _text, "accepted; coursekit compiles no C++ for its ops"),
     "on_unused_input": ("raise", _choice("raise", "warn", "ignore"), "default of function(on_unused_input=)"),
     "cast_policy": ("custom", _choice("custom", "numpy+floatX"), "accepted; dtypes follow NumPy 2 here"),
-    "python_float": ("weak", _choice("weak", "floatX"),
-                     "a Python float beside integer tensors: 'weak' takes NumPy 2's dtype, 'floatX' Theano's "
-                     "(floatX; python -m coursekit.theano sets it)"),
+    "autocast": ("numpy", _choice("numpy", "theano"),
+                 "dtypes of Python numbers: 'numpy' (NumPy 2's weak scalars, int64) or 'theano' (Theano's "
+                 "autocast: floats beside integer tensors are floatX, T.constant(1) is int8; the alias sets it)"),
     "deterministic": ("default", _choice("default", "more"), "accepted; coursekit's ops are deterministic"),
     "traceback.limit": (8, int, "accepted (Theano: depth of the stored creation trace)"),
     "lib.cnmem": (0.0, float, "accepted (Theano: GPU memory pool size); no effect here"),

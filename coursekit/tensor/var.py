@@ -209,13 +209,23 @@ def _is_python_number(value):
     return isinstance(value, (numbers.Number, bool)) and not isinstance(value, np.generic)
 
 
+def _smallest_int(value):
+    """Theano's autocast of a Python int: the narrowest of int8/16/32/64 that holds it."""
+    for dtype in ("int8", "int16", "int32", "int64"):
+        info = np.iinfo(dtype)
+        if info.min <= value <= info.max:
+            return dtype
+    return "int64"  # too big for any: np.asarray raises the OverflowError below
+
+
 def constant(value, name=None, dtype=None):
-    """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64."""
+    """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64 (the narrowest int that
+    holds them under ``config.autocast='theano'``, as in Theano)."""
     if dtype is None and _is_python_number(value):
         if isinstance(value, bool):
             dtype = "bool"
         elif isinstance(value, numbers.Integral):
-            dtype = "int64"
+            dtype = "int64" if config.autocast == "numpy" else _smallest_int(value)
         elif isinstance(value, numbers.Real):
             dtype = config.floatX
         else:
@@ -292,7 +302,7 @@ def weak_constants(args, scalar_op=None):
         if isinstance(a, Variable):
             result.append(as_tensor_variable(a))
         elif _is_python_number(a):
-            if isinstance(a, float) and config.python_float == "floatX" and all(d.kind in "iub" for d in dtypes):
+            if isinstance(a, float) and config.autocast == "theano" and all(d.kind in "iub" for d in dtypes):
                 dtype = np.result_type(*dtypes, np.dtype(config.floatX))  # Theano: the float is a floatX constant
             else:
                 dtype = np.result_type(*dtypes, a)

@@ -64,7 +64,8 @@ def install(shadow_real_theano=False, theano_defaults=True):
     ``shadow_real_theano``: go ahead even though a real Theano is installed (it is hidden until
     :func:`uninstall`).  ``theano_defaults``: set Theano's ``floatX=float64`` default unless
     ``THEANO_FLAGS``/``COURSEKIT_FLAGS`` names a floatX, and Theano's typing of Python floats beside
-    integer tensors (``config.python_float='floatX'``: ``bool_mask * 1.0`` is floatX, not NumPy 2's float64);
+    integer tensors and Python ints (``config.autocast='theano'``: ``bool_mask * 1.0`` is floatX, not NumPy 2's
+    float64, and ``T.constant(1)`` is int8);
     pass ``False`` to keep the current settings.
     """
     if not installed():
@@ -76,7 +77,7 @@ def install(shadow_real_theano=False, theano_defaults=True):
                 "python -m coursekit.theano --shadow-real-theano script.py")
         install_finder()
     if theano_defaults:
-        config.python_float = "floatX"  # Theano's autocast: a Python float beside integer tensors is floatX
+        config.autocast = "theano"  # Python floats beside integer tensors are floatX; T.constant(1) is int8
         if not _flags_set_floatx():
             config.floatX = "float64"
 

@@ -126,6 +126,11 @@ def _apply_test_code_fixes(root):
 
 def keras_path():
     """A directory to put on ``sys.path`` that holds Keras :data:`KERAS_VERSION` (installed from PyPI)."""
+    import importlib.util
+
+    for needed in ("six", "scipy"):  # what Keras 1.2.2 imports at import time besides NumPy and Theano
+        if importlib.util.find_spec(needed) is None:
+            raise Unavailable(f"Keras {KERAS_VERSION} needs the {needed!r} package, which is not installed here")
     dest = CACHE / f"keras-{KERAS_VERSION}"
     if not (dest / "keras" / "__init__.py").exists():
         CACHE.mkdir(parents=True, exist_ok=True)

@@ -127,10 +127,13 @@ def test_python_floats_beside_integer_tensors_take_floatx_as_in_theano(tmp_path)
     source = """
         import theano.tensor as T
         x, i, b = T.fvector(), T.ivector(), T.bvector()
-        print((T.gt(x, 0) * 1.0).dtype, (b + 1.5).dtype, (i * 0.5).dtype, (x * 2.5).dtype)
+        one = T.constant(1)
+        print((T.gt(x, 0) * 1.0).dtype, (b + 1.5).dtype, (i * 0.5).dtype, (x * 2.5).dtype, one.dtype,
+              ((one - 0.9) * x).dtype, T.constant(300).dtype)
     """
     out = run(tmp_path, source, env=clean_env(THEANO_FLAGS="floatX=float32")).stdout.split()
-    assert out == ["float32", "float32", "float64", "float32"]  # int32 with float32 is float64 in Theano too
+    # int32 with float32 is float64 in Theano too; Lasagne's updates compute (T.constant(1) - rho) * grad
+    assert out == ["float32", "float32", "float64", "float32", "int8", "float32", "int16"]
     plain = subprocess.run([sys.executable, "-c", "import coursekit.tensor as T; print((T.bvector() + 1.5).dtype)"],
                            capture_output=True, text=True, env=clean_env(), timeout=120)
     assert plain.stdout.strip() == "float64"  # coursekit's own rule stays NumPy 2's
