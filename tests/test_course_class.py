@@ -167,6 +167,11 @@ def test_regrade_reuses_unchanged_notebooks_without_running_them(tmp_path, recor
     recorded_runs.clear()
     assert main(args + ["--regrade"]) == 0
     assert recorded_runs == [] and out.read_text() == first        # same inputs, same grades, nothing run
+    regraded = tmp_path / "grades-regrade.csv"
+    assert main(args + ["--regrade", str(out), "--assignment", "01", "--out", str(tmp_path / "one.csv")]) == 0
+    assert recorded_runs == []
+    assert len(list(csv.reader(open(tmp_path / "one-regrade.csv")))) == 1, "exercise 2's rows shown as removed"
+    assert regraded.exists()
     hand_in(tmp_path, "bob", "02_fixture", make_exercise(solution()))  # bob hands in again
     assert main(args + ["--regrade"]) == 0
     assert recorded_runs == [("bob", "02_fixture")]

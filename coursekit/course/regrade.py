@@ -175,6 +175,8 @@ def write_diff(previous, scores, out_csv, rerun: int, reused: int) -> tuple[Path
     out_csv = Path(out_csv)
     csv_path = out_csv.with_name(out_csv.stem + "-regrade.csv")
     md_path = csv_path.with_suffix(".md")
+    graded_now = {s.notebook for s in scores}        # with --assignment, the other exercises are not compared
+    previous = [s for s in previous if s.notebook in graded_now]
     changes = diff(previous, scores)
 
     def show(points):
