@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NAMES = sorted(p.name[: -len("_exercises.ipynb")] for p in (ROOT / "exercises").glob("*_exercises.ipynb"))
 # graded cells whose judge another issue owns, with the degenerate kinds they still accept; the test
 # fails when one of them stops accepting them (then it leaves this list)
-OWNED_ELSEWHERE = {("05_logistic_regression", "crossover"): {"empty"}}    # issue 23 (lesson 5's crossover)
+OWNED_ELSEWHERE = {}
 
 pytestmark = pytest.mark.slow
 
