@@ -31,7 +31,8 @@ _DTYPE_CACHE: dict = {}
 # C math functions with no integer overload in CUDA: nvcc and NVRTC reject exp(int) (g++ accepts it, so
 # only a real GPU would notice). An integer or bool argument is converted to the op's float result type
 # first, which is what NumPy's loops do too (exp of int32 computes in float64, of int16 in float32).
-_REAL_MATH_CALL = re.compile(r"\b(?:exp|expm1|log|log1p|tanh|sqrt|sin|cos|floor|ceil|round|rint|trunc)\(")
+_REAL_MATH_CALL = re.compile(r"\b(?:exp|exp2|expm1|log|log1p|log2|log10|tanh|sinh|cosh|sqrt|sin|cos|tan|asin|acos|atan"
+                             r"|atan2|erf|erfc|floor|ceil|round|rint|trunc)\(")
 
 
 class ScalarOp:
