@@ -8,67 +8,80 @@ Port a Theano script by changing its imports::
 The main entry points: :func:`shared`, :func:`function` (with ``In``/``Out``,
 ``updates`` and ``givens``), :func:`grad`, :data:`config`, and
 :mod:`coursekit.printing` for looking at graphs.
+
+This facade is lazy: ``import coursekit`` loads only :data:`config`; each name
+below is imported on first use, and the first compiler name loads the compiler
+whole (``compile``, its rewrites and ``DebugMode``), so modes and rewrites are
+registered before anything is compiled.  That keeps the course machinery
+(``coursekit.course``) and the CUDA emulator (``coursekit.cuda``), which are
+separate products, free of the compiler's import cost.
 """
 from __future__ import annotations
 
+import importlib
+import sys
+
+from . import wiring
+
 __version__ = "0.1.0"
 
-from . import tensor  # noqa: F401  (import coursekit.tensor as T)
-from . import rewriting  # noqa: F401  (registers the rewrites, and the cost stabilisation grad() uses)
-from .compile import In, Mode, Out, SharedVariable, function, shared  # noqa: F401
-from . import debugmode  # noqa: F401,E402  (registers mode="DebugMode")
-from .config import config  # noqa: F401
-from .graph import Apply, Constant, Op, Type, Variable  # noqa: F401
-from .tensor.type import TensorType  # noqa: F401
+# The roles lower layers ask for (see coursekit/wiring.py): each is played by a higher layer.
+for _role, _target in {
+    "compile_function": "compile.function:function",            # Variable.eval()
+    "compute_test_values": "test_value:compute_test_values",    # Op.__call__ with compute_test_value on
+    "gpu_presets": "devices.presets:available",                 # config.gpu_model's valid names
+    "is_device_array": "devices.simarray:is_device_array",      # TensorType.filter's error on device values
+    "gpu_from_host": "devices.transfer:gpu_from_host",          # x.transfer('gpu')
+    "host_from_gpu": "devices.transfer:host_from_gpu",          # x.transfer('cpu')
+    "profile_view": "printing.profile_view",           # ProfileStats.summary/_repr_html_/plot
+    "modelled": "modelled",                                     # a profile's modelled column
+    "function_html": "printing:function_html",                  # a compiled function in Jupyter
+    "debugprint": "printing:debugprint",                        # exception_verbosity='high'
+    "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
+    "jacobian": "gradient_extras:jacobian", "hessian": "gradient_extras:hessian",  # T.jacobian, T.hessian
+    "registered_modes": "debugmode",                            # mode='DebugMode' (it registers itself)
+}.items():
+    wiring.provide(_role, _target)
+
+from .config import config  # noqa: E402,F401  (after the wiring: COURSEKIT_FLAGS may check gpu_model)
+
+# name -> (module, attribute); a module alone when the attribute is the module
+_NAMES = {
+    "In": ("compile", "In"), "Out": ("compile", "Out"), "Mode": ("compile", "Mode"),
+    "SharedVariable": ("compile", "SharedVariable"), "function": ("compile", "function"),
+    "shared": ("compile", "shared"),
+    "Apply": ("graph", "Apply"), "Constant": ("graph", "Constant"), "Op": ("graph", "Op"),
+    "Type": ("graph", "Type"), "Variable": ("graph", "Variable"), "TensorType": ("tensor.type", "TensorType"),
+    "grad": ("gradient", "grad"), "dot": ("tensor", "dot"), "pp": ("printing", "pp"),
+    "scan": ("scan_module", "scan"),
+    "gpu_from_host": ("devices.transfer", "gpu_from_host"), "host_from_gpu": ("devices.transfer", "host_from_gpu"),
+}
+_SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda", "sandbox",
+               "debugmode", "course", "random", "scan_module", "graph", "scalar", "fgraph", "rop", "ifelse",
+               "modelled", "work", "misc")
+_STANDALONE = ("course", "cuda", "devices", "config", "misc")  # need no compiler loaded
 
 
-def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None):
-    """Symbolic gradient of a scalar ``cost`` with respect to ``wrt`` (see :mod:`coursekit.gradient`)."""
-    from .gradient import grad as _grad
-
-    return _grad(cost, wrt, consider_constant=consider_constant,
-                 disconnected_inputs=disconnected_inputs, known_grads=known_grads)
-
-
-def dot(x, y):
-    """``theano.dot``: the same as ``coursekit.tensor.dot``."""
-    return tensor.dot(x, y)
-
-
-def pp(obj):
-    """``theano.pp``: one-line infix text of a graph (see :func:`coursekit.printing.pp`)."""
-    from .printing import pp as _pp
-
-    return _pp(obj)
-
-
-def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None, **kwargs):
-    """``theano.scan``: a loop in the graph (see :func:`coursekit.scan_module.scan`)."""
-    from .scan_module import scan as _scan
-
-    return _scan(fn, sequences=sequences, outputs_info=outputs_info, non_sequences=non_sequences,
-                 n_steps=n_steps, **kwargs)
-
-
-def gpu_from_host(x):
-    """Make the graph end on the device: the function returns a device array (see lesson 3)."""
-    from .devices.transfer import gpu_from_host as _gpu_from_host
-
-    return _gpu_from_host(x)
-
-
-def host_from_gpu(x):
-    """Copy a device value to the host (placement usually inserts this for you)."""
-    from .devices.transfer import host_from_gpu as _host_from_gpu
-
-    return _host_from_gpu(x)
+def _load_compiler():
+    """The compiler whole: every rewrite registered, every mode (DebugMode too) known."""
+    for name in ("tensor", "compile", "debugmode"):
+        importlib.import_module(f".{name}", __name__)
 
 
 def __getattr__(name):
-    # heavier submodules load on first use, keeping `import coursekit` fast
-    import importlib
+    if name in _NAMES:
+        module, attribute = _NAMES[name]
+        _load_compiler()
+        value = getattr(importlib.import_module(f".{module}", __name__), attribute)
+    elif name in _SUBMODULES:
+        if name not in _STANDALONE and f"{__name__}.{name}" not in sys.modules:  # (one being imported: as is)
+            _load_compiler()
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module 'coursekit' has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
-    if name in ("printing", "gradient", "profiling", "rewriting", "devices", "cuda", "sandbox", "debugmode",
-                "course", "random", "scan_module"):
-        return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'coursekit' has no attribute {name!r}")
+
+def __dir__():
+    return sorted(set(globals()) | set(_NAMES) | set(_SUBMODULES))

@@ -18,6 +18,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from coursekit.config import config
+
 
 def _exercises(args) -> int:
     from coursekit.course.exercises import ExerciseError, generate
@@ -61,8 +63,7 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
-    from coursekit.course import export, regrade
-    from coursekit.course.cluster import ClusterError
+    from coursekit.course import cluster, export, regrade
     from coursekit.course.grader import grade
     from coursekit.course.report import number, write_reports
     from coursekit.course.sandbox import detect
@@ -75,7 +76,7 @@ def _grade(args) -> int:
             notebook_timeout=args.notebook_timeout, jobs=args.jobs, executed_dir=args.executed,
             progress=not args.no_progress, assignment=args.assignment, cluster=args.cluster, previous=previous,
         )
-    except (FileNotFoundError, ValueError, ClusterError) as exc:
+    except (FileNotFoundError, ValueError, cluster.ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -131,7 +132,6 @@ def _calibrate(args) -> int:
 
 
 def _gpu_models(args) -> int:
-    from coursekit.config import config
     from coursekit.devices import presets
     from coursekit.devices.calibrate import describe
 
@@ -143,10 +143,13 @@ def _gpu_models(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
-        kind = "measured by calibrate" if spec.measured else "datasheet figures; estimates marked in sources"
+        kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
         print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
+            if spec.figure_sources:
+                print("  per figure:\n" + "\n".join(f"    {name}: {kind} ({where})"
+                                                     for name, kind, where in spec.figure_sources))
     return 0
 
 

@@ -20,8 +20,11 @@ error that lists the valid ones.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import re
+
+from . import wiring
 
 _DEVICE_RE = re.compile(r"^(cpu|gpu|sim|cuda(:\d+)?)$")
 
@@ -71,12 +74,11 @@ _MODE_ALIASES = {"DEBUG_MODE": "DebugMode", "debug": "DebugMode"}
 
 def _gpu_model(name, value):
     """A built-in GPU preset or a calibrated one (see coursekit.devices.presets)."""
-    from .devices import presets  # the preset list lives with the devices; config is imported first
-
+    available = wiring.get("gpu_presets")()  # the preset list lives with the devices, far above config
     value = str(value).strip().lower()
-    if value not in presets.available():
+    if value not in available:
         raise ValueError(f"coursekit.config.gpu_model={value!r} is not valid; choose one of "
-                         f"{', '.join(map(repr, presets.available()))} (or calibrate this machine's GPU with "
+                         f"{', '.join(map(repr, available))} (or calibrate this machine's GPU with "
                          "`python -m coursekit calibrate`)")
     return value
 
@@ -89,9 +91,7 @@ def _mode(name, value):
 def _cpu_kernels(name, value):
     value = _choice("numpy", "numba")(name, value)
     if value == "numba":
-        from .rewriting.numba_kernels import available
-
-        if not available():
+        if importlib.util.find_spec("numba") is None:  # checked without importing numba (seconds)
             raise ValueError("coursekit.config.cpu_kernels='numba' needs numba: pip install numba "
                              "(or keep the default 'numpy')")
     return value
@@ -123,6 +123,9 @@ _SPEC = {
     "cxx": ("", _text, "accepted; coursekit compiles no C++ for its ops"),
     "on_unused_input": ("raise", _choice("raise", "warn", "ignore"), "default of function(on_unused_input=)"),
     "cast_policy": ("custom", _choice("custom", "numpy+floatX"), "accepted; dtypes follow NumPy 2 here"),
+    "autocast": ("numpy", _choice("numpy", "theano"),
+                 "dtypes of Python numbers: 'numpy' (NumPy 2's weak scalars, int64) or 'theano' (Theano's "
+                 "autocast: floats beside integer tensors are floatX, T.constant(1) is int8; the alias sets it)"),
     "deterministic": ("default", _choice("default", "more"), "accepted; coursekit's ops are deterministic"),
     "traceback.limit": (8, int, "accepted (Theano: depth of the stored creation trace)"),
     "lib.cnmem": (0.0, float, "accepted (Theano: GPU memory pool size); no effect here"),

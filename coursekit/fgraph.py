@@ -25,11 +25,12 @@ class FunctionGraph:
       (``None`` until placement ran: the CPU); the compiled function carries it, and every
       "GPU? simulated?" question about the function asks it;
     * ``placed``: whether GPU placement ran (it runs once per graph);
+    * ``host_scalar_nodes``: the scalar work placement keeps on the host (``None``: that rule did not run);
     * ``reference``: DebugMode's unrewritten copy of the graph (``None`` otherwise).
     """
 
     __slots__ = ("inputs", "outputs", "n_user_inputs", "n_outputs", "update_targets", "rewrite_log",
-                 "device", "placed", "reference", "clients", "apply_nodes", "_order", "_input_set", "changes")
+                 "device", "placed", "host_scalar_nodes", "reference", "clients", "apply_nodes", "_order", "_input_set", "changes")
 
     def __init__(self, inputs, outputs, n_outputs=None, update_targets=(), n_user_inputs=None):
         self.inputs = list(inputs)
@@ -43,6 +44,7 @@ class FunctionGraph:
         self.rewrite_log = []
         self.device = None
         self.placed = False
+        self.host_scalar_nodes = None
         self.reference = None
         self._input_set = set(self.inputs)
         self._order = None

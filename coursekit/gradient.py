@@ -19,7 +19,10 @@ import warnings
 
 import numpy as np
 
+from . import wiring
+from .compile.function import function
 from .graph import Variable, apply_nodes_between, format_trace
+from .rewriting.stabilize import stabilize_graph
 from .tensor import math as M
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
@@ -40,23 +43,6 @@ class UndefinedGrad:
         self.reason = reason
 
 
-_COST_REWRITES = []
-
-
-def register_cost_rewrite(rewrite):
-    """Have ``grad(..., stabilize=True)`` differentiate ``rewrite([cost])[0][0]`` instead of ``cost``.
-
-    ``rewrite(outputs) -> (new_outputs, memo)`` returns a clone of the graph
-    (``memo`` maps ``id(old variable)`` to its clone) whose leaves are the
-    user's own variables.  Differentiation itself knows nothing of graph
-    rewriting: :mod:`coursekit.rewriting` registers its canonicalize and
-    stabilize stages here when it is imported (``import coursekit`` does).
-    """
-    if rewrite not in _COST_REWRITES:
-        _COST_REWRITES.append(rewrite)
-    return rewrite
-
-
 def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
     """The gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
@@ -65,12 +51,85 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     depend on one of ``wrt``: ``'raise'``, ``'warn'`` (and return zeros) or
     ``'ignore'`` (zeros).  ``known_grads``: ``{var: gradient}`` to start from
     instead of (or besides) ``cost``.  ``stabilize``: differentiate the
-    numerically stabilised form of the cost (``log(sigmoid(z))`` as
-    ``-softplus(-z)``, see :func:`register_cost_rewrite`), so the gradient
+    numerically stable form of the cost (:func:`stabilized`), so the gradient
     graph has no ``0 * inf`` in it.
+
+    Three steps: check the arguments, stabilise the cost (optional, explicit),
+    then one backward sweep (:func:`backward`).
     """
     single = not isinstance(wrt, (list, tuple))
     wrt_list = [wrt] if single else list(wrt)
+    _check_wrt(wrt_list, disconnected_inputs)
+    grads = {}  # variable -> list of gradient contributions
+    if cost is not None:
+        cost = _check_cost(cost)
+        if stabilize:
+            cost, consider_constant = stabilized(cost, consider_constant or [])
+        grads[cost] = [M.ones_like(cost)]
+    for var, g in (known_grads or {}).items():
+        grads.setdefault(var, []).append(as_tensor_variable(g))
+    if not grads:
+        raise ValueError("grad: give a cost or known_grads")
+    backward(grads, wrt_list, list(consider_constant or []))
+    results = [_sum(grads[w]) if grads.get(w) else _disconnected(w, disconnected_inputs) for w in wrt_list]
+    return results[0] if single else results
+
+
+def stabilized(cost, consider_constant=()):
+    """``(cost, consider_constant)`` with the cost in its numerically stable form.
+
+    ``log(sigmoid(z))`` becomes ``-softplus(-z)`` and so on: the canonicalize and
+    stabilize rewrites applied to a clone of the cost graph, whose leaves are
+    still the user's variables (``consider_constant`` is mapped to the clone).
+    The same step whatever was imported: the rewrites are
+    :mod:`coursekit.rewriting`'s, which sits below this module.
+    """
+    (cost,), memo = stabilize_graph([cost])
+    return cost, [memo.get(id(v), v) for v in consider_constant]
+
+
+def backward(grads, wrt, blockers=()):
+    """The reverse sweep: from ``grads`` ({variable: [contributions]}) to every variable ``wrt`` depends on.
+
+    Each node, outputs first, gets the sum of its outputs' contributions and
+    says through ``L_op`` what flows to each of its inputs; ``blockers`` stop
+    the flow.  ``grads`` is filled in place.
+    """
+    nodes = apply_nodes_between(blockers, list(grads))
+    depends = _depends_on(nodes, wrt, blockers)
+    for node in reversed(nodes):
+        if not any(id(i) in depends for i in node.inputs) or not any(grads.get(o) for o in node.outputs):
+            continue
+        out_grads = [_sum(grads[o]) if grads.get(o) else M.zeros_like(o) for o in node.outputs]
+        try:
+            in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
+        except NotImplementedError as exc:
+            raise NotImplementedError(f"{exc}\n(needed for the gradient through {node}, created at "
+                                      f"{format_trace(node.trace)})") from None
+        if len(in_grads) != len(node.inputs):
+            raise ValueError(f"{node.op}.L_op returned {len(in_grads)} gradients for {len(node.inputs)} inputs")
+        for inp, g in zip(node.inputs, in_grads):
+            if id(inp) in depends and g is not None:
+                grads.setdefault(inp, []).append(_checked_input_grad(node, inp, g))
+    return grads
+
+
+def _checked_input_grad(node, inp, g):
+    """``g`` as the gradient of ``inp``: defined, of its rank, of its float dtype."""
+    if isinstance(g, UndefinedGrad):
+        raise UndefinedGradientError(
+            f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
+            f"the cost depends on it; the node was created at {format_trace(node.trace)}")
+    g = as_tensor_variable(g)
+    if g.type.ndim != inp.type.ndim:
+        raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
+                         f"of rank {inp.type.ndim}")
+    if g.type.dtype != inp.type.dtype and inp.type.dtype[0] in "fc":
+        g = M.cast(g, inp.type.dtype)
+    return g
+
+
+def _check_wrt(wrt_list, disconnected_inputs):
     for i, w in enumerate(wrt_list):
         if not isinstance(w, Variable):
             raise TypeError(f"grad: wrt[{i}] is a {type(w).__name__}, not a symbolic variable")
@@ -80,82 +139,25 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     if disconnected_inputs not in ("raise", "warn", "ignore"):
         raise ValueError("disconnected_inputs must be 'raise', 'warn' or 'ignore'")
 
-    grads = {}  # variable -> list of gradient contributions
-    starts = []
-    if cost is not None:
-        cost = as_tensor_variable(cost)
-        if cost.type.ndim != 0:
-            raise TypeError(f"grad: the cost must be a scalar, but it is {cost.type}. "
-                            "Reduce it first (for instance cost.sum() or cost.mean()).")
-        if cost.type.dtype[0] not in "fc":
-            raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient")
-        if stabilize:
-            for rewrite_cost in _COST_REWRITES:
-                (cost,), memo = rewrite_cost([cost])
-                consider_constant = [memo.get(id(v), v) for v in (consider_constant or [])]
-        grads[cost] = [M.ones_like(cost)]
-        starts.append(cost)
-    for var, g in (known_grads or {}).items():
-        grads.setdefault(var, []).append(as_tensor_variable(g))
-        starts.append(var)
-    if not starts:
-        raise ValueError("grad: give a cost or known_grads")
 
-    blockers = list(consider_constant or [])
-    nodes = apply_nodes_between(blockers, starts)
-    depends = _depends_on(nodes, wrt_list, blockers)
+def _check_cost(cost):
+    cost = as_tensor_variable(cost)
+    if cost.type.ndim != 0:
+        raise TypeError(f"grad: the cost must be a scalar, but it is {cost.type}. "
+                        "Reduce it first (for instance cost.sum() or cost.mean()).")
+    if cost.type.dtype[0] not in "fc":
+        raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient")
+    return cost
 
-    for node in reversed(nodes):
-        if not any(id(i) in depends for i in node.inputs):
-            continue
-        out_grads = []
-        have_any = False
-        for out in node.outputs:
-            contributions = grads.get(out)
-            if contributions:
-                have_any = True
-                out_grads.append(_sum(contributions))
-            else:
-                out_grads.append(None)
-        if not have_any:
-            continue
-        out_grads = [M.zeros_like(o) if g is None else g for o, g in zip(node.outputs, out_grads)]
-        try:
-            in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
-        except NotImplementedError as exc:
-            raise NotImplementedError(f"{exc}\n(needed for the gradient through {node}, created at "
-                                      f"{format_trace(node.trace)})") from None
-        if len(in_grads) != len(node.inputs):
-            raise ValueError(f"{node.op}.L_op returned {len(in_grads)} gradients for {len(node.inputs)} inputs")
-        for inp, g in zip(node.inputs, in_grads):
-            if id(inp) not in depends or g is None:
-                continue
-            if isinstance(g, UndefinedGrad):
-                raise UndefinedGradientError(
-                    f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
-                    f"the cost depends on it; the node was created at {format_trace(node.trace)}")
-            g = as_tensor_variable(g)
-            if g.type.ndim != inp.type.ndim:
-                raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
-                                 f"of rank {inp.type.ndim}")
-            if g.type.dtype != inp.type.dtype and inp.type.dtype[0] in "fc":
-                g = M.cast(g, inp.type.dtype)
-            grads.setdefault(inp, []).append(g)
 
-    results = []
-    for w in wrt_list:
-        contributions = grads.get(w)
-        if contributions:
-            results.append(_sum(contributions))
-            continue
-        message = (f"grad: the cost does not depend on {w} ({w.type}), created at {format_trace(w.tag.trace)}. "
-                   "Check that the cost really uses it, or pass disconnected_inputs='ignore' to get zeros.")
-        if disconnected_inputs == "raise":
-            raise DisconnectedInputError(message)
-        if disconnected_inputs == "warn":
-            warnings.warn(message, stacklevel=2)
-        results.append(M.zeros_like(w))
-    return results[0] if single else results
+def _disconnected(w, disconnected_inputs):
+    message = (f"grad: the cost does not depend on {w} ({w.type}), created at {format_trace(w.tag.trace)}. "
+               "Check that the cost really uses it, or pass disconnected_inputs='ignore' to get zeros.")
+    if disconnected_inputs == "raise":
+        raise DisconnectedInputError(message)
+    if disconnected_inputs == "warn":
+        warnings.warn(message, stacklevel=3)
+    return M.zeros_like(w)
 
 
 def _sum(terms):
@@ -199,8 +201,6 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
     every output element is checked.  Raises ``AssertionError`` with the
     worst mismatch on failure.
     """
-    from .compile.function import function  # verify_grad compiles: a testing tool above the compiler
-
     rng = rng or np.random.default_rng(42)
     pt = [np.array(p) for p in pt]
     dtype = np.result_type(*[p.dtype for p in pt])
@@ -243,7 +243,5 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
 def __getattr__(name):
     # Theano's gradient.Rop / gradient.Lop live in coursekit.rop (Jacobian products built on grad)
     if name in ("Rop", "Lop"):
-        from . import rop
-
-        return getattr(rop, name)
+        return wiring.get(name)
     raise AttributeError(f"module 'coursekit.gradient' has no attribute {name!r}")

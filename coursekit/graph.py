@@ -22,6 +22,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+from . import wiring
 from .config import config as _config
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -115,11 +116,9 @@ class Variable:
 
     def eval(self, inputs_to_values=None):
         """Compile and evaluate this variable (a convenience, as in Theano)."""
-        from .compile.function import function
-
         inputs_to_values = inputs_to_values or {}
         inputs = list(inputs_to_values)
-        fn = function(inputs, self, on_unused_input="ignore")
+        fn = wiring.get("compile_function")(inputs, self, on_unused_input="ignore")
         return fn(*[inputs_to_values[v] for v in inputs])
 
 
@@ -201,11 +200,19 @@ class Op:
     attributes, never the class name.  ``view_map``/``destroy_map`` declare
     outputs that alias (view) or overwrite (destroy) inputs, so the compiler
     knows when it must copy.
+
+    ``verified_outputs``: does this class's own code guarantee values of the
+    output types ``make_node`` declares (its tests check it)?  Then the linker
+    runs its thunk as it is; otherwise it checks every output's dtype, rank,
+    broadcastable lengths and memory after each call.  The declaration is not
+    inherited: a subclass (an op of one's own built on a library op) is
+    checked until its own class body says ``verified_outputs = True``.
     """
 
     __props__ = ()
     device = "cpu"
     is_transfer = False
+    verified_outputs = False
     view_map: dict = {}
     destroy_map: dict = {}
 
@@ -228,9 +235,7 @@ class Op:
     def __call__(self, *inputs, **kwargs):
         node = self.make_node(*inputs, **kwargs)
         if _config.compute_test_value != "off":  # Theano's debugging aid: see coursekit/test_value.py
-            from .test_value import compute_test_values
-
-            compute_test_values(node)
+            wiring.get("compute_test_values")(node)
         return node.outputs[0] if len(node.outputs) == 1 else node.outputs
 
     def make_node(self, *inputs):
@@ -242,6 +247,7 @@ class Op:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls.verified_outputs = bool(cls.__dict__.get("verified_outputs", False))  # never inherited (see above)
         own = cls.__dict__.get("make_thunk")
         if own is not None and _theano_thunk_signature(own):
             cls.make_thunk = _adapt_theano_make_thunk(own)

@@ -35,6 +35,7 @@ _IDS = itertools.count()
 
 class IfElse(XpOp):
     """Evaluate the condition, then only the chosen branch's inner function."""
+    verified_outputs = True
 
     __props__ = ("uid",)
     fold_constants = False

@@ -11,19 +11,29 @@ whole call, from what really ran:
   call itself: the model runs when a report is made, and caches per node and
   shape signature).
 
-A modelled call = measured host overhead + measured CPU ops + modelled GPU
-ops and transfers.  The measured parts are what coursekit's Python really
-spent; the modelled parts replace the simulated GPU's CPU times.  Every
-figure that contains a model says so: ``ModelledCall.label``.
+A modelled call is the whole call: measured host overhead (coursekit's
+Python dispatch on this machine, and CPU ops) + modelled launches and
+synchronisation + modelled device work + modelled transfers.  The measured
+parts are what coursekit's Python really spent; the modelled parts replace
+the simulated GPU's CPU times.  How they add up is :attr:`ModelledCall.total`:
+a call that copies to or from the host waits for the GPU, so its parts add;
+a call that leaves everything on the device only queues its kernels, so in
+a loop its host work and the GPU's work overlap.  Every figure that contains
+a model says so (``ModelledCall.label``) and carries the preset's error band
+from the measured corpus (``ModelledCall.band``; "uncalibrated" for a card
+nobody measured).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from .devices import costmodel
+from .devices import costmodel, presets
 from .profiling import ProfileStats, format_time
 
-PARTS = ("launch", "kernel", "transfer", "alloc")
+NODE_PARTS = ("launch", "kernel", "transfer", "alloc")  # the parts of one node (NodeCost)
+PARTS = NODE_PARTS + ("sync",)                         # and of a call: a call synchronises once, at most
+LARGE_COPY = 32 * 2 ** 20  # glibc's largest mmap threshold: host buffers this big are fresh pages each call
 
 
 @dataclass
@@ -43,23 +53,47 @@ class ModelledCall:
     transfers: int = 0
     launches: int = 0
     rows: list = field(default_factory=list)       # (node, NodeCost) for every modelled node
+    synchronises: bool = True                      # does the call wait for the GPU (a copy to or from the host)?
+    band: str = "uncalibrated"                     # the preset's error band for a call like this one
+    largest_copy: int = 0                          # bytes of the call's largest host copy
 
     @property
     def total(self):
-        return self.device + (self.host or 0.0)
+        """Seconds per call in a loop, as :func:`~coursekit.course.lesson.time_call` times it.
+
+        A call that synchronises: host work, then the device path, one after the other.  A call that
+        only queues work: the host's part (dispatch, launches, allocations) and the GPU's kernels
+        overlap, and the slower one sets the pace.
+        """
+        host = self.host or 0.0
+        if self.synchronises or self.host is None:
+            return host + self.device
+        issue = host + sum(self.parts.get(name, 0.0) for name in ("launch", "alloc", "transfer"))
+        return max(issue, self.parts.get("kernel", 0.0) + self.parts.get("transfer", 0.0))
+
+    def with_host(self, host):
+        """The same device work with another measured host part (e.g. measured on another machine)."""
+        return dataclasses.replace(self, host=host)
+
+    def figure(self, seconds=None):
+        """'118.3 µs modelled (h100, -20%/+26%)': a modelled figure with its label and error band."""
+        seconds = self.total if seconds is None else seconds
+        return f"{format_time(seconds)} {self.label[:-1]}, {self.band})"
 
     def __str__(self):
         if self.host is None:
-            return f"{format_time(self.device)} per call, {self.label}: device work only"
-        return (f"{format_time(self.total)} per call, {self.label}: {format_time(self.device)} modelled device "
-                f"work + {format_time(self.host)} measured host time (dispatch and CPU ops)")
+            return f"{format_time(self.device)} per call, {self.label} ({self.band}): device work only"
+        how = "one after the other" if self.synchronises else "overlapping (launches queue, no wait)"
+        return (f"{format_time(self.total)} per call, {self.label} ({self.band}): {format_time(self.device)} "
+                f"modelled device path + {format_time(self.host)} measured host time (dispatch and CPU ops), "
+                f"{how}")
 
     __repr__ = __str__
 
     def describe(self):
         """Where the modelled device time goes, in one line."""
         parts = ", ".join(f"{name} {format_time(self.parts.get(name, 0.0))}" for name in PARTS)
-        return (f"{self.label}: {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
+        return (f"{self.label[:-1]}, {self.band}): {parts}; {self.launches} kernel launch(es), {self.transfers} transfer(s) "
                 f"moving {self.transfer_bytes:,} bytes per call")
 
 
@@ -80,7 +114,7 @@ def price_nodes(nodes, input_info, fn=None, model=None):
     """A :class:`ModelledCall` (no host part) for nodes with recorded ``[(shape, dtype), ...]`` inputs."""
     model = model or costmodel.model_for()
     parts = dict.fromkeys(PARTS, 0.0)
-    rows, moved, transfers, launches = [], 0, 0, 0
+    rows, moved, transfers, launches, largest = [], 0, 0, 0, 0
     for node, info in zip(nodes, input_info):
         if not is_modelled(node) or info is None:
             continue
@@ -88,12 +122,18 @@ def price_nodes(nodes, input_info, fn=None, model=None):
         dtypes = [d for _, d in info]
         cost = model.node_cost(node, shapes, dtypes, allocates=_allocates(fn, node))
         rows.append((node, cost))
-        for name in PARTS:
+        for name in NODE_PARTS:
             parts[name] += getattr(cost, name)
         moved += cost.work.h2d_bytes + cost.work.d2h_bytes
         transfers += bool(cost.work.h2d_bytes or cost.work.d2h_bytes)
+        largest = max(largest, cost.work.h2d_bytes, cost.work.d2h_bytes)
         launches += cost.work.launches
-    return ModelledCall(model.label, sum(parts.values()), None, parts, moved, transfers, launches, rows)
+    synchronises = bool(transfers)  # a copy over the host link waits for the queued kernels
+    if synchronises:
+        parts["sync"] = model.sync_time()
+    band = presets.band_text(model.spec, large_copies=largest >= LARGE_COPY)
+    return ModelledCall(model.label, sum(parts.values()), None, parts, moved, transfers, launches, rows,
+                        synchronises, band, largest)
 
 
 def trace_call(fn, *args, calls=3):
@@ -132,6 +172,15 @@ def predict_call(fn, *args, model=None, calls=6):
     call = price_nodes(record.nodes, record.input_info, fn, model)
     call.host = _host_seconds(record)
     return call
+
+
+def predict_calls(fn, *args, models, calls=6):
+    """``{name: ModelledCall}`` for several presets from ONE traced run: the same shapes and the same
+    measured host time for every card, so that columns side by side differ only by the card."""
+    record = trace_call(fn, *args, calls=calls)
+    host = _host_seconds(record)
+    return {name: price_nodes(record.nodes, record.input_info, fn, costmodel.model(name)).with_host(host)
+            for name in models}
 
 
 def predict_scaled(fn, *args, sizes, model=None):

@@ -54,7 +54,9 @@ def test_build_spec_turns_measurements_into_a_measured_preset():
     assert spec.fp32_flops == pytest.approx(2.0 * 4096 ** 3 / 0.011)
     assert spec.fp16_flops == spec.fp32_flops  # not measured: falls back to float32
     assert (spec.launch_latency, spec.alloc_no_pool, spec.alloc_pool) == (3.9e-6, 120e-6, 1.2e-6)
-    assert spec.alloc_no_pool_small == 45e-6
+    assert spec.alloc_no_pool_small == 45e-6 and spec.sync_latency == 0.0  # no queued launches measured
+    queued = calibrate.build_spec(dict(measurements(np.random.RandomState(1)), launch_queued_seconds=[2.9e-6, 3e-6]))
+    assert (queued.launch_latency, queued.sync_latency) == pytest.approx((2.9e-6, 1.0e-6))
     assert spec.memory_efficiency == spec.compute_efficiency == 1.0  # measured rates are achievable rates
     assert (spec.sm_count, spec.resident_threads) == (80, 80 * 2048)
     assert "calibrated test-gpu-9000" in costmodel.CostModel(spec).label

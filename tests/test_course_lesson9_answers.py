@@ -93,7 +93,11 @@ def test_the_solution_rule_passes(run):
     (rule(replacement='first if name == "true_div" else T.zeros_like(first)'), AssertionError),  # x / x -> x
     (rule(replacement="T.constant(0.0)"), RewriteError),                          # a scalar for a matrix
     ("", AssertionError),                                                         # no rule at all
-], ids=["rewrites-x-minus-y", "never-fires", "div-gives-zero", "div-gives-x", "wrong-shape", "no-rule"])
+    # matches the two sides by their op's name, not by identity: exp(x) / exp(y) would become 1
+    (rule(same="first is not second and not (first.owner and second.owner and "
+               "str(first.owner.op) == str(second.owner.op))"), AssertionError),
+], ids=["rewrites-x-minus-y", "never-fires", "div-gives-zero", "div-gives-x", "wrong-shape", "no-rule",
+        "matches-by-op-name"])
 def test_wrong_rewrites_fail(run, answer, error):
     with pytest.raises(error):
         run(answer, "rewrite-cancel-self")

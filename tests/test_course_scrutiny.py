@@ -65,3 +65,19 @@ def test_grade_lists_them_in_its_warnings_and_changes_no_score(tmp_path, monkeyp
                                                          " names graded_check, input_transformers")
     assert "## Warnings" in summary_markdown(scores, warnings) and "hooked/01_fixture: code cell" in \
         summary_markdown(scores, warnings)
+
+
+def test_a_planting_cell_dressed_up_as_graded_is_read_as_it_runs(tmp_path, monkeypatch):
+    """A cell tagged graded with an id the reference does not have runs as ordinary code (the grader
+    strips its marks), so scrutiny reads it: it used to be skipped because it *looked* graded."""
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    nbformat.write(make_exercise(solution(), "fixture"), reference / f"{NAME}.ipynb")
+    nb = solution()
+    nb.cells.insert(SOFTPLUS, new_code_cell(HOOKS["transformer"], metadata={
+        "tags": ["graded"], "coursekit": {"id": "not-in-the-reference", "points": 5}}))
+    (tmp_path / "subs" / "planter").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "subs" / "planter" / f"{NAME}.ipynb")
+    monkeypatch.setattr(grader, "grade_one", lambda student, ref, path, **_: [])
+    _, warnings = grader.grade(tmp_path / "subs", reference, progress=False)
+    assert len(warnings) == 1 and warnings[0].startswith(f"planter/{NAME}: code cell {SOFTPLUS + 1}"), warnings

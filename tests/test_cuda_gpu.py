@@ -1,19 +1,18 @@
-"""coursekit.cuda on a real GPU through CuPy (skipped where CuPy sees no GPU)."""
+"""coursekit.cuda through CuPy's RawModule: on a real GPU where CuPy sees one (marked gpu), else on the CuPy
+stand-in, which compiles the same wrapped source (NVRTC's macros, extern "C", #line) with the emulator."""
 import numpy as np
 import pytest
 
+import cupy_standin
 from coursekit import cuda
 
-
-def _gpu():
-    try:
-        import cupy
-        return bool(cupy.cuda.is_available())
-    except Exception:
-        return False
+pytestmark = [pytest.mark.gpu] if cupy_standin.real_gpu() else []
 
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _gpu(), reason="needs a GPU that CuPy can see")]
+@pytest.fixture(autouse=True)
+def cupy_path():
+    with cupy_standin.on("cuda"):
+        yield
 
 SRC = """
 __global__ void multiply_them(float *dest, const float *a, const float *b, int n)

@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import cupy_standin
+
 import coursekit as theano
 import coursekit.devices as devices
 import coursekit.tensor as T
@@ -28,13 +30,13 @@ def f32(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype("float32")
 
 
-GPU_DEVICES = ["sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available() else [])
+GPU_DEVICES = ["sim", cupy_standin.cuda_case()]   # CuPy's code path: a real GPU, else the CuPy stand-in
 
 
 @pytest.fixture(params=GPU_DEVICES)
 def sim(request):
     """The simulated GPU everywhere, and the real one too where CuPy sees a GPU (marked ``gpu``)."""
-    with theano.config.change(device=request.param):
+    with cupy_standin.on(request.param), theano.config.change(device=request.param):
         yield devices.current()
 
 
@@ -296,10 +298,8 @@ def test_tutorial_exp_scripts(script, device, expected):
 # ------------------------------------------------------------ generated CUDA compiles
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_generated_elementwise_kernels_compile_with_nvcc(tmp_path, sim):
-    from coursekit.devices.kernels import standalone_kernel_source
-    import importlib
-
-    scalar = importlib.import_module("coursekit.tensor.scalar")
+    from coursekit.scalar import ops as scalar
+    from coursekit.scalar.cuda_codegen import standalone_kernel_source
 
     sources = []
     for name in scalar.all_names():
@@ -325,7 +325,7 @@ def test_generated_elementwise_kernels_compile_with_nvcc(tmp_path, sim):
 
 
 def _dedupe_prelude(sources):
-    from coursekit.devices.kernels import PRELUDE
+    from coursekit.scalar.cuda_codegen import PRELUDE
 
     return [PRELUDE] + [s.replace(PRELUDE, "") for s in sources]
 

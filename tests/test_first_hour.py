@@ -25,16 +25,16 @@ TIMING_ANSWER = '''
 import time
 import numpy as np
 
-def best_seconds_per_call(fn, sync, repeat=5, number=10):
+def best_seconds_per_call(fn, sync, repeat=5, number=10, clock=time.perf_counter):
     fn()
     sync()
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(number):
             fn()
         sync()
-        times.append((time.perf_counter() - start) / number)
+        times.append((clock() - start) / number)
     return {expression}
 '''
 

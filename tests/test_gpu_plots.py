@@ -40,15 +40,26 @@ def test_points_sit_under_the_roof_of_their_card(call):
     for p in points:
         assert 0 < p["flops_per_s"] <= gpu_plots.roof(spec, p["intensity"])
     ax = gpu_plots.plot_roofline(points)
-    assert len(ax.get_lines()) == 3 + 3 + len(points) and "modelled" in ax.get_title()
+    # three roofs, three ridges, the points, and a tensor-core roof for the T4 and the H100 (not the GTX 580)
+    assert len(ax.get_lines()) == 3 + 3 + len(points) + 2 and "modelled" in ax.get_title()
     plt.close(ax.figure)
+    ax = gpu_plots.plot_roofline(points, tensor_dtype=None)
+    assert len(ax.get_lines()) == 3 + 3 + len(points)
+    plt.close(ax.figure)
+
+
+def test_tensor_core_roof_is_above_the_vector_roof_and_absent_without_tensor_cores():
+    h100 = presets.get("h100")
+    assert gpu_plots.tensor_roof(h100, 1e4) == h100.fp16_tensor_flops > gpu_plots.roof(h100, 1e4, "float16")
+    assert gpu_plots.tensor_roof(h100, 1e4, "float64") == h100.fp64_tensor_flops
+    assert gpu_plots.tensor_roof(presets.get("gtx580"), 1e4) is None
 
 
 def test_timeline_lays_the_modelled_parts_end_to_end(call):
     spans = gpu_plots.timeline(call)
     assert spans[0][0] == 0 and spans[-1][1] == pytest.approx(call.device)
     assert all(a[1] == pytest.approx(b[0]) for a, b in zip(spans, spans[1:]))
-    assert {part for _, _, part, _ in spans} == {"alloc", "launch", "kernel", "transfer"}
+    assert {part for _, _, part, _ in spans} == {"alloc", "launch", "kernel", "transfer", "sync"}
     ax = gpu_plots.plot_timeline(call)
     assert len(ax.patches) == len(spans) and call.label in ax.get_title()
     plt.close(ax.figure)

@@ -8,6 +8,8 @@ its logic is tested here without a GPU, and with CuPy by the gpu-marked tests (s
 import numpy as np
 import pytest
 
+import cupy_standin
+
 import coursekit as theano
 import coursekit.devices as devices
 import coursekit.tensor as T
@@ -139,17 +141,17 @@ def test_outputs_pass_through_the_devices_hand_out_only_where_it_has_one(device,
     assert type(host_result) is np.ndarray
 
 
-needs_gpu = pytest.mark.skipif(not devices.gpu_available(), reason="needs a GPU that CuPy can see")
+# CuPy's code path: on a real GPU where CuPy sees one (marked gpu), else on the CuPy stand-in (tests/cupy_standin)
+on_cupy = pytest.mark.gpu if cupy_standin.real_gpu() else pytest.mark.usefixtures("cuda")
 
 
 @pytest.fixture
 def cuda():
-    with theano.config.change(device="cuda"):
+    with cupy_standin.on("cuda"), theano.config.change(device="cuda"):
         yield devices.current()
 
 
-@pytest.mark.gpu
-@needs_gpu
+@on_cupy
 @pytest.mark.parametrize("borrow", [False, True])
 def test_on_a_real_gpu_asarray_of_a_result_is_a_host_copy(cuda, borrow):
     import cupy
@@ -171,8 +173,7 @@ def test_on_a_real_gpu_asarray_of_a_result_is_a_host_copy(cuda, borrow):
         np.asarray(r, copy=False)
 
 
-@pytest.mark.gpu
-@needs_gpu
+@on_cupy
 def test_on_a_real_gpu_host_device_mixups_stay_refused(cuda):
     r = handle_function(np.ones(4, "float32"))()
     host = np.ones(4, "float32")
@@ -188,8 +189,7 @@ def test_on_a_real_gpu_host_device_mixups_stay_refused(cuda):
         add_one(r)
 
 
-@pytest.mark.gpu
-@needs_gpu
+@on_cupy
 def test_on_a_real_gpu_the_profile_never_counts_the_users_copy(cuda):
     values = np.linspace(0, 1, 50, dtype="float32")
     f = handle_function(values, profile=True)
@@ -204,8 +204,7 @@ def test_on_a_real_gpu_the_profile_never_counts_the_users_copy(cuda):
     assert count > 0 and plain_split["transfer"]["bytes"] == count * values.nbytes
 
 
-@pytest.mark.gpu
-@needs_gpu
+@on_cupy
 def test_on_a_real_gpu_get_value_of_the_device_array_copies_home_too(cuda):
     x = theano.shared(np.arange(5, dtype="float32"), name="x")
     for borrow in (False, True):

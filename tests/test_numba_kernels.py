@@ -2,6 +2,7 @@
 
 Skipped where numba is not installed; ``config.cpu_kernels`` stays 'numpy' by default.
 """
+import importlib.util
 import subprocess
 import sys
 
@@ -11,7 +12,7 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit import config
-from coursekit.rewriting import numba_kernels
+from coursekit.scalar import numba_kernels
 
 
 def test_importing_coursekit_does_not_import_numba():
@@ -25,7 +26,9 @@ def test_numba_is_not_the_default():
 
 
 def test_asking_for_numba_without_it_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(numba_kernels, "available", lambda: False)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "numba" else real_find_spec(name, *args))
     with pytest.raises(ValueError, match="pip install numba"):
         with config.change(cpu_kernels="numba"):
             pass

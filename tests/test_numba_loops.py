@@ -11,7 +11,7 @@ import coursekit.tensor as T
 from coursekit import config
 
 numba = pytest.importorskip("numba")
-from coursekit.rewriting import numba_math  # noqa: E402  (needs numba)
+from coursekit.scalar import numba_math  # noqa: E402  (needs numba)
 
 SPECIAL = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, -1.0, 1e-45, -1e-45, 1e-38, 88.72283935546875,
                     88.7228394, -87.4, -103.9728317, -104.0, 3.4e38, -0.9999999, 1e-8, -1e-8], np.float32)

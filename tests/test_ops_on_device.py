@@ -7,6 +7,8 @@ import warnings
 import numpy as np
 import pytest
 
+import cupy_standin
+
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit import devices
@@ -20,15 +22,15 @@ HOST_ONLY_BEFORE = {"AdvancedSubtensor", "AdvancedIncSubtensor", "AdvancedSubten
                     "Repeat", "RepeatGrad", "SpecifyShape"}
 
 
-DEVICES = ["cpu", "sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available() else [])
+DEVICES = ["cpu", "sim", cupy_standin.cuda_case()]
 
 
 @pytest.fixture(params=DEVICES)
 def device(request):
-    """cpu, the simulated GPU and, on a machine with one, the real GPU (CuPy's code paths)."""
+    """cpu, the simulated GPU and CuPy's code path: on a real GPU where CuPy sees one, else on the CuPy stand-in."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with theano.config.change(device=request.param):
+        with cupy_standin.on(request.param), theano.config.change(device=request.param):
             yield request.param
 
 

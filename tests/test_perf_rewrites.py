@@ -11,7 +11,8 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit.fgraph import FunctionGraph
-from coursekit.rewriting.fusion import Composite, fuse_elemwise
+from coursekit.rewriting.fusion import fuse_elemwise
+from coursekit.scalar.composite import Composite
 
 
 def f32(*shape, seed=0):

@@ -8,7 +8,7 @@ import coursekit as theano
 import coursekit.tensor as T
 from coursekit import rewriting
 from coursekit.rewriting import RewriteError, local_rewrite
-from coursekit.rewriting.fusion import Composite
+from coursekit.scalar.composite import Composite
 
 
 def ops(f):

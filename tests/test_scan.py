@@ -130,8 +130,8 @@ def test_step_errors_name_the_problem_and_the_line():
     with pytest.raises(ScanError, match="output 1 of the step function is 'done' \\(str\\).*tensor variables") as err:
         theano.scan(lambda v: (v * 2, "done"), sequences=x)
     assert "test_scan.py" in str(err.value)
-    with pytest.raises(ScanError, match="strict=True.*pass it in non_sequences"):
-        theano.scan(lambda v: v * x, sequences=x, strict=True)
+    with pytest.raises(ScanError, match="strict=True.*pass it in non_sequences"):  # Theano's strict: shared ones
+        theano.scan(lambda v: v * theano.shared(np.ones(3), name="w"), sequences=x, strict=True)
     x0 = T.dvector("x0")
     fib, _ = theano.scan(lambda a, b: a + b, outputs_info=dict(initial=x0, taps=[-3, -1]), n_steps=2)
     with pytest.raises(ValueError, match="reach 3 steps back.*only 2 entries"):

@@ -13,6 +13,8 @@ import warnings
 import numpy as np
 import pytest
 
+import cupy_standin
+
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit import devices
@@ -23,12 +25,12 @@ from coursekit.tensor.signal import pool
 floatX = "float32"
 
 
-@pytest.fixture(params=["cpu", "sim"] + ([pytest.param("cuda", marks=pytest.mark.gpu)] if devices.gpu_available()
-                                         else []))
+@pytest.fixture(params=["cpu", "sim", cupy_standin.cuda_case()])
 def device(request):
+    """cpu, the simulated GPU and CuPy's code path (a real GPU where CuPy sees one, else the CuPy stand-in)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with theano.config.change(device=request.param, floatX=floatX):
+        with cupy_standin.on(request.param), theano.config.change(device=request.param, floatX=floatX):
             yield request.param
 
 

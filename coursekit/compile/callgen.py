@@ -33,7 +33,7 @@ class CallPlan:
     input_types: list
     thunks: list
     outputs: list        # (cell, must_copy, as_array, hand_out: None or a callable) per output
-    updates: list        # (shared cell, value cell, must_copy, as_array) per update
+    updates: list        # (shared cell, value cell, must_copy, as_array, recycle) per update
     release_cells: list  # cells emptied once the results are read (their buffers are handed out)
     gc_cells: list       # intermediate buffers freed after the call (empty when allow_gc is off)
     single: bool
@@ -77,7 +77,7 @@ def generate_call(plan):
             ns[f"handle{k}"] = hand_out
             lines.append(f"    r{k} = handle{k}(r{k})")
         results.append(f"r{k}")
-    for k, (target, cell, must_copy, as_array) in enumerate(plan.updates):
+    for k, (target, cell, must_copy, as_array, _) in enumerate(plan.updates):
         ns[f"s{k}"], ns[f"u{k}"] = target, cell
         lines.append(f"    v{k} = u{k}[0]" + (".copy()" if must_copy else ""))
         if as_array:
@@ -91,7 +91,17 @@ def generate_call(plan):
         lines += ["    try:"] + _hook_calls(ns, "hc", hooks["call_computed"], computed, "        ")
         lines += ["    except BaseException:"] + [f"        {c}" for c in clear_gc] + ["        raise"]
     lines += clears
-    lines += [f"    s{k}[0] = v{k}" for k in range(len(plan.updates))]
+    for k, (_, _, _, _, recycle) in enumerate(plan.updates):
+        if not recycle:
+            lines.append(f"    s{k}[0] = v{k}")
+            continue
+        # the buffer the shared variable held until now goes back to the op that computes its new value, so
+        # the next call writes into it instead of allocating -- only when nothing else holds it (the two
+        # references are this local and getrefcount's argument): no caller, no view, no other cell
+        ns["refcount"] = sys.getrefcount
+        lines += [f"    old{k} = s{k}[0]", f"    s{k}[0] = v{k}",
+                  f"    if old{k} is not v{k} and refcount(old{k}) == 2:", f"        u{k}[0] = old{k}",
+                  f"    old{k} = None"]
     freed_early = {id(c) for cells in _early_frees(plan)[0] for c in cells}
     at_end = [(cell, c) for cell, c in zip(plan.gc_cells, clear_gc) if id(cell) not in freed_early]
     if len(at_end) > UNROLL_LIMIT:
@@ -190,7 +200,13 @@ def _input_lines(ns, plan):
         if plan.trust_input:
             lines.append(f"    c{i}[0] = a{i}")
             continue
-        if type(t) is not TensorType:  # device inputs and custom types: always the full check
+        fast = getattr(getattr(t, "device", None), "fast_input_type", None)
+        if fast is not None and not any(t.broadcastable):  # a device input of exactly the device's array type
+            ns[f"at{i}"] = fast
+            lines += [f"    if type(a{i}) is at{i} and a{i}.dtype is d{i} and a{i}.ndim == {t.ndim}:",
+                      f"        c{i}[0] = a{i}", "    else:", f"        c{i}[0] = filt({i}, a{i})"]
+            continue
+        if type(t) is not TensorType:  # other device inputs and custom types: always the full check
             lines.append(f"    c{i}[0] = filt({i}, a{i})")
             continue
         shape_ok = f" and a{i}.ndim == {t.ndim}" + ("" if not any(t.broadcastable) else " and False")

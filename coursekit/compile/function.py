@@ -16,6 +16,8 @@ from ..graph import Constant, Variable, clone_replace, format_trace, graph_input
 from ..tensor.var import as_tensor_variable
 from ..fgraph import FunctionGraph
 from .io import In, Out
+from .linker import Function
+from .mode import get_mode
 from .rebuild import remember
 from .sharedvalue import SharedVariable
 
@@ -38,9 +40,6 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     applied after each call, all together, only when the whole call succeeded.
     ``givens``: ``{var: replacement}`` substituted into the graph before compiling.
     """
-    from .linker import Function
-    from .mode import get_mode
-
     on_unused_input = on_unused_input or config.on_unused_input
     where = user_trace()
     fn_name = name or (f"{where[0].rsplit('/', 1)[-1]}:{where[1]}" if where else "<function>")

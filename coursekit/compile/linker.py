@@ -30,6 +30,7 @@ import operator
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..devices import get as get_device
 from ..devices.simarray import is_device_array
@@ -38,6 +39,7 @@ from ..profiling import ProfileStats
 from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import MISSING, CallPlan, generate_call
+from .cudagraph import GraphCall
 from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
@@ -72,6 +74,8 @@ class Function:
         if want_profile:
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
+        # whole-call CUDA graphs, where the mode asks for them (cudagraph.py): None otherwise
+        self.cuda_graph = GraphCall(self, mode.cuda_graphs) if getattr(mode, "cuda_graphs", 0) else None
 
     # ------------------------------------------------------------------ link
     def _link(self, fgraph, ins, outs, updates):
@@ -91,7 +95,7 @@ class Function:
             if var not in storage:
                 storage[var] = [var.data] if isinstance(var, Constant) else [None]
         self.storage_map = storage
-        self.thunks = [_checked_if_custom(node, node.op.make_thunk(node, storage), storage) for node in nodes]
+        self.thunks = [_checked_unless_verified(node, node.op.make_thunk(node, storage), storage) for node in nodes]
 
         n_out = fgraph.n_outputs
         out_vars, upd_vars = fgraph.outputs[:n_out], fgraph.outputs[n_out:]
@@ -100,12 +104,21 @@ class Function:
         self.input_specs = ins
         self._n_inputs = len(ins)
         outputs, values, self._release_cells, self.gc_cells = plan_results(fgraph, outs, storage, self.allow_gc)
+        # device views (a DimShuffle of a shared variable...) are remade every call: emptying their cells after
+        # the call drops the last reference to a shared variable's old buffer, which its update can then reuse
+        released = {id(c) for c in self._release_cells} | {id(c) for c in self.gc_cells}
+        self.view_cells = [storage[o] for node in nodes if getattr(node.op, "device", "cpu") == "gpu"
+                           for k, o in enumerate(node.outputs) if (getattr(node.op, "view_map", None) or {}).get(k)
+                           and id(storage[o]) not in released]
+        self._release_cells = self._release_cells + self.view_cells
         # host 0-d outputs are returned as 0-d arrays (NumPy ufuncs give scalars); device values stay on their
         # device, handed out as that device says (on a real GPU: handles that numpy.asarray copies home)
         self.output_plan = [(cell, copy, type(v.type) is TensorType and v.type.ndim == 0,
                              _handing_out(v.type, o.borrow)) for (cell, copy), v, o in zip(outputs, out_vars, outs)]
-        self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type))
-                            for (target, _), (cell, copy) in zip(updates, values)]
+        # a device shared variable's old buffer is handed back to the op computing its update (callgen.py)
+        self.update_plan = [(target.container.storage, cell, copy, _as_array(target.type),
+                             _device_update(target, value, copy))
+                            for (target, _), value, (cell, copy) in zip(updates, upd_vars, values)]
         # allow_gc: free each buffer right after its last reader (which may compute into it), not at the end
         self.frees_after, self.inherit_before = [], []
         if self.allow_gc:
@@ -215,9 +228,7 @@ class Function:
         return f"<coursekit.Function {self.name}: {len(self.nodes)} nodes on {self.device}>"
 
     def _repr_html_(self):
-        from ..printing import function_html
-
-        return function_html(self)
+        return wiring.get("function_html")(self)
 
     def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
         """Theano's copy: the same graph compiled again, with shared variables swapped ({old: new}) and/or
@@ -240,9 +251,16 @@ def _verbose_detail(node):
     """Theano's ``exception_verbosity``: 'high' adds the node's graph, 'low' says how to get it."""
     if config.exception_verbosity != "high":
         return "\nHINT: set coursekit.config.exception_verbosity = 'high' to see the graph of this node."
-    from ..printing import debugprint
-
+    debugprint = wiring.get("debugprint")
     return "\n\nDebugprint of the node's graph:\n" + debugprint(node.outputs, file="str")
+
+
+def _device_update(target, value, copied):
+    """Can the buffer a device shared variable gives up be reused for its next update value?  When the value
+    is a fresh result of a device op (not a copy, not a view of something else, not an input or constant)."""
+    owner = getattr(value, "owner", None)
+    return (not copied and getattr(target.type, "device", None) is not None and owner is not None
+            and not (getattr(owner.op, "view_map", None) or getattr(owner.op, "destroy_map", None)))
 
 
 def _handing_out(ttype, borrowed):
@@ -284,16 +302,17 @@ def _same_kind(exc, detail):
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 
 
-def _checked_if_custom(node, thunk, storage):
-    """A custom op's thunk, followed by a check of what it wrote against its declared output types.
+def _checked_unless_verified(node, thunk, storage):
+    """The op's thunk, followed by a check of what it wrote against its declared output types,
+    unless the op's class declares ``verified_outputs`` (see :class:`coursekit.graph.Op`).
 
-    The library's own ops are trusted (their tests check them); an op written
-    in a notebook is not, because a wrong dtype or shape would otherwise travel
-    on silently, into a shared variable through an update.  The check is cheap:
-    dtype, number of dimensions, broadcastable lengths, host or device memory.
+    The library's ops declare it (their tests check them), so they cost nothing per call; an op
+    written in a notebook does not, because a wrong dtype or shape would otherwise travel on
+    silently, into a shared variable through an update.  The check is cheap: dtype, number of
+    dimensions, broadcastable lengths, host or device memory.
     """
-    op = getattr(node.op, "cpu_op", node.op)  # a custom op placed on the GPU
-    if type(op).__module__.split(".")[0] == "coursekit":
+    op = node.op
+    if op.verified_outputs and getattr(op, "cpu_op", op).verified_outputs:  # a twin runs its CPU op's code
         return thunk
     outputs = [(k, storage[v], v.type) for k, v in enumerate(node.outputs) if isinstance(v.type, TensorType)]
 

@@ -11,12 +11,15 @@ stage, its name and ``fast_run``; a few also with ``fast_compile``.
 * ``DebugMode`` runs FAST_RUN and checks it against the unrewritten graph.
 
 ``mode.excluding("fusion")``, ``mode.including("stabilize")`` and
-``mode.requiring("gpu")`` make a new mode with the query changed.
+``mode.requiring("gpu")`` make a new mode with the query changed;
+``mode.with_cuda_graphs()`` one whose functions replay their device work as
+one CUDA graph (see :mod:`coursekit.compile.cudagraph`).
 """
 from __future__ import annotations
 
 import copy
 
+from .. import wiring
 from ..config import config
 from ..rewriting import apply_stages
 
@@ -65,6 +68,15 @@ class Mode:
     def requiring(self, *tags):
         return self._changed(require=self.require + tags)
 
+    cuda_graphs = 0  # capture a function's device work as one CUDA graph after this many calls (0: never)
+
+    def with_cuda_graphs(self, after=2):
+        """This mode, with whole-call CUDA graphs: captured after ``after`` calls, then one launch per call."""
+        if int(after) < 1:
+            raise ValueError(f"with_cuda_graphs(after={after!r}): capture after at least 1 ordinary call "
+                             "(its buffers and kernels must exist first)")
+        return self._changed(cuda_graphs=int(after))
+
     def __repr__(self):
         return f"Mode({self.name})"
 
@@ -95,6 +107,8 @@ def get_mode(mode):
     if isinstance(mode, Mode):
         return _with_config_tags(mode)
     name = mode or config.mode
+    if name not in _FACTORIES and name not in MODES:
+        wiring.get("registered_modes")  # modes defined above the compiler (DebugMode) register on import
     if name in _FACTORIES:
         return _FACTORIES[name]()
     if mode is None and name == "FAST_RUN" and config.optimizer in ("fast_compile", "merge", "None", "o1"):

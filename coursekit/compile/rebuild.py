@@ -13,6 +13,8 @@ type, and optionally without its updates.
 """
 from __future__ import annotations
 
+from .sharedvalue import SharedVariable
+
 
 def remember(fn, **spec):
     """Keep the arguments ``fn`` was compiled from (called by ``function``)."""
@@ -30,7 +32,6 @@ def rebuild(spec):
 def copy_function(fn, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
     """A new function computing what ``fn`` computes, with shared variables swapped and/or no updates."""
     from .function import function
-    from .sharedvalue import SharedVariable
 
     spec = dict(fn.rebuild_spec)
     swap = dict(swap or {})

@@ -17,6 +17,7 @@ from ..devices.simarray import is_device_array
 from ..graph import Variable
 from ..tensor.type import TensorType
 from ..tensor.var import _TensorMethods
+from .shared_storage import initial_shared_storage, store_shared_value
 
 
 class Container:
@@ -76,8 +77,6 @@ class SharedVariable(Variable):
 
     def set_value(self, value, borrow=False):
         """Replace the value.  ``borrow=True`` lets coursekit keep your array without copying."""
-        from .shared_storage import store_shared_value
-
         with self.container.lock:  # not in the middle of a call that updates this variable
             store_shared_value(self, value, borrow)
 
@@ -103,8 +102,6 @@ def shared(value, name=None, borrow=False, strict=False, allow_downcast=None, br
     float32 yourself for a GPU).  No dimension is broadcastable by default,
     because the value may later be replaced by one of another shape.
     """
-    from .shared_storage import initial_shared_storage
-
     if isinstance(value, Variable):
         raise TypeError("shared() takes a value (an array or a number), not a symbolic variable")
     if is_device_array(value):

@@ -8,7 +8,9 @@ timeout with an interrupt by message), and writes one JSON line per event to a p
 never holds: ``judged`` (the graded cells whose verdict comes from a judge), ``kernel``, ``start``,
 ``done``, ``crashed``, ``failed``, then — after the kernel has gone — one ``verdict`` per judged cell
 from :func:`coursekit.course.judge.judge_cells`, run here with the grader's own Python, and
-``finished``.
+``finished``. Texts in events are cut to :data:`TEXT_LIMIT` characters here, and this process joins
+the run's cgroup: a 150 MB exception message or a judge made to allocate costs the run's memory,
+never the grader's.
 
 At module level this file imports only the standard library and its stdlib-only sibling
 ``sandbox``; nbformat, nbclient and the judge are imported when the child starts.
@@ -31,6 +33,8 @@ else:  # started by path: import the stdlib-only sibling by path too
 TIMEOUT_ENAME = "CoursekitCellTimeout"
 IOPUB_QUEUE = 16          # output messages that may wait to be read (ZeroMQ's default: 1000)
 METADATA_KEY = "coursekit"
+RESTARTS = 3             # fresh kernels one notebook may get after its kernel died
+TEXT_LIMIT = 4096         # characters of an error's name, message or verdict sent to the grader
 
 
 def judged_cells(nb) -> list[tuple[int, str, str]]:
@@ -56,6 +60,7 @@ def main(argv: list[str]) -> int:
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
+    from nbclient.util import run_sync
 
     parser = argparse.ArgumentParser(description="Run one notebook, logging cell events (internal).")
     parser.add_argument("notebook")
@@ -66,6 +71,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--executed")
     args = parser.parse_args(argv)
     config = json.loads(args.sandbox)
+    for procs in config.get("cgroup") or []:   # this process (and the judge in it) counts as the run's memory
+        with open(procs, "w") as handle:
+            handle.write(str(os.getpid()))
     output_limit = int(config["limits"].get("output_mb", 16)) * 1024 * 1024   # bytes of outputs kept
     log = os.fdopen(args.events_fd, "w", encoding="utf-8")
 
@@ -80,8 +88,9 @@ def main(argv: list[str]) -> int:
         def format_kernel_cmd(self, extra_arguments=None):
             self.kernel_spec.interrupt_mode = "message"
             return sandbox.kernel_command(
-                super().format_kernel_cmd(extra_arguments), workdir=config["workdir"], ipc_dir=config["ipc_dir"],
-                report_dir=config.get("report_dir"),
+                super().format_kernel_cmd(extra_arguments), ipc_dir=config["ipc_dir"],
+                workdir=None if config.get("private_home") else config["workdir"],
+                report_dir=config.get("report_dir"), bwrap_flags=config.get("bwrap_flags", ()),
                 env=sandbox.sandbox_env(dict(os.environ), config["bubblewrap"]), limits=config["limits"],
                 cgroup_procs=config["cgroup"], bubblewrap=config["bubblewrap"])
 
@@ -150,23 +159,28 @@ def main(argv: list[str]) -> int:
 
     def on_execute(cell, cell_index, **_):
         state["index"] = cell_index
-        emit(event="start", index=cell_index)
+        if not state.get("replaying"):
+            emit(event="start", index=cell_index)
 
     def on_executed(cell, cell_index, execute_reply, **_):
         state["index"] = None
+        if state.get("replaying"):
+            return
         content = (execute_reply or {}).get("content", {})
-        emit(event="done", index=cell_index, status=content.get("status", "error"),
-             ename=content.get("ename", ""), evalue=content.get("evalue", ""))
+        emit(event="done", index=cell_index, status=str(content.get("status", "error"))[:20],
+             ename=str(content.get("ename", ""))[:TEXT_LIMIT], evalue=str(content.get("evalue", ""))[:TEXT_LIMIT])
 
     client.on_notebook_start = on_start
     client.on_cell_execute = on_execute
     client.on_cell_executed = on_executed
     try:
-        client.execute()
+        graded = {index for index, cell in enumerate(nb.cells)
+                  if isinstance(cell.get("metadata", {}).get(METADATA_KEY), dict)}
+        run_sync(execute_with_restarts)(client, graded, state, emit, config)
     except DeadKernelError:
-        emit(event="crashed", index=state["index"])
+        emit(event="crashed", index=state["index"], memory=False)
     except Exception as exc:  # e.g. the kernel could not start: report it instead of a bare exit code
-        emit(event="failed", message=f"{type(exc).__name__}: {exc}")
+        emit(event="failed", message=f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT])
     finally:
         if args.executed:
             Path(args.executed).parent.mkdir(parents=True, exist_ok=True)
@@ -174,10 +188,76 @@ def main(argv: list[str]) -> int:
     if judged:
         from coursekit.course.judge import judge_cells   # the grader's coursekit (PROJECT_ROOT first on the path)
 
-        for index, (status, reason) in judge_cells(judged, config["report_dir"], config["nonce"]).items():
-            emit(event="verdict", index=index, status=status, reason=reason)
+        verdicts = judge_cells(judged, config["report_dir"], config["nonce"], time_limit=args.cell_timeout)
+        for index, (status, reason) in verdicts.items():
+            emit(event="verdict", index=index, status=status, reason=reason[:TEXT_LIMIT])
     emit(event="finished")
     return 0
+
+
+async def execute_with_restarts(client, graded: set[int], state: dict, emit, config: dict) -> None:
+    """Run every cell; when the kernel dies (a memory limit, a crash), start a fresh one, run the
+    cells before the dead one again (graded cells left out, outputs not kept, no events) and go on
+    with the next cell: a hog costs its own task. At most :data:`RESTARTS` times per notebook, and
+    not when the cells before it kill the fresh kernel too."""
+    from nbclient.exceptions import DeadKernelError
+
+    restarts = 0
+    client.reset_execution_trackers()
+    async with client.async_setup_kernel():
+        index = 0
+        while index < len(client.nb.cells):
+            cell = client.nb.cells[index]
+            before = memory_stops(config)
+            try:
+                await client.async_execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+            except DeadKernelError:
+                emit(event="crashed", index=index, memory=memory_stops(config) > before,
+                     memory_mb=config["limits"].get("memory_mb"))
+                restarts += 1
+                if restarts > RESTARTS:
+                    return                      # the cells after it: "not run: kernel crashed earlier"
+                try:
+                    await _restart(client, graded, state, index)
+                except DeadKernelError:         # a cell before it kills the fresh kernel too
+                    return
+                emit(event="restarted", index=index)
+            index += 1
+
+
+async def _restart(client, graded: set[int], state: dict, dead: int) -> None:
+    import copy
+
+    state["replaying"] = True
+    try:
+        await client.km.restart_kernel(now=True)
+        client.kc.stop_channels()
+        await client.async_start_new_kernel_client()
+        for index, cell in enumerate(client.nb.cells[:dead]):
+            if cell.get("cell_type") == "code" and index not in graded:
+                await client.async_execute_cell(copy.deepcopy(cell), index, store_history=False)
+    finally:
+        state["replaying"] = False
+
+
+def memory_stops(config: dict) -> int:
+    """How often this run's kernel was stopped for memory so far: the cgroup's OOM kills, plus the
+    runner's own stops (``memory-stops`` in this process's folder) where no cgroup limits memory."""
+    count = 0
+    for procs in config.get("cgroup") or []:
+        folder = Path(procs).parent
+        for name in ("memory.events", "memory.oom_control"):     # cgroup v2, v1
+            try:
+                for line in (folder / name).read_text().splitlines():
+                    if line.startswith("oom_kill "):
+                        count += int(line.split()[1])
+            except (OSError, ValueError):
+                pass
+    try:
+        count += int(Path("memory-stops").read_text() or 0)
+    except (OSError, ValueError):
+        pass
+    return count
 
 
 if __name__ == "__main__":

@@ -37,8 +37,11 @@ from . import cluster as cluster_runs
 from . import kernel_cache
 from . import regrade
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from .escape import one_line, printable_name
+from .report import number
 from .runner import kill_all, run_notebook, short
 from .scores import Score
+from .submissions import Refused, inside, link_in_path, read_bytes, walk_files
 from .scrutiny import warnings_for
 
 FLAT_SEPARATOR = "__"
@@ -90,25 +93,36 @@ def find_submissions(submissions_dir, references: list[Reference]):
         raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist.")
     names = [ref.name for ref in references]
     found: dict[str, list[Path]] = {}
+    refused: dict[str, str] = {}
     warnings: list[str] = []
     for entry in sorted(submissions_dir.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
-            files = [p for p in sorted(entry.rglob("*")) if p.is_file() and ".ipynb_checkpoints" not in p.parts
-                     and not any(part.startswith(".") for part in p.relative_to(entry).parts)]
-            found.setdefault(entry.name, []).extend(p for p in files if p.suffix == ".ipynb")
-            others = [str(p.relative_to(entry)) for p in files if p.suffix != ".ipynb"]
+        shown_name = printable_name(entry.name)
+        if entry.is_symlink():     # never followed: it could be another student's folder or solutions/
+            what = "folder" if entry.is_dir() else "file"
+            student = shown_name.split(FLAT_SEPARATOR, 1)[0] if what == "file" else shown_name
+            refused[student] = (f"refused: the submitted {what} {shown_name} is a symbolic link; hand in "
+                                f"the work itself")
+            warnings.append(f"{student}: {refused[student]}")
+        elif entry.is_dir():
+            files, links = walk_files(entry)
+            found.setdefault(shown_name, []).extend(p for p in files if p.suffix == ".ipynb")
+            others = [printable_name(p.relative_to(entry)) for p in files if p.suffix != ".ipynb"]
             if others:
                 shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-                warnings.append(f"{entry.name}: ignored {len(others)} non-notebook file"
+                warnings.append(f"{shown_name}: ignored {len(others)} non-notebook file"
                                 f"{'s' if len(others) > 1 else ''}: {shown}")
+            if links:
+                warnings.append(f"{shown_name}: symbolic links not followed: {', '.join(links[:5])}")
         elif entry.suffix == ".ipynb" and FLAT_SEPARATOR in entry.stem:
-            found.setdefault(entry.stem.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
+            found.setdefault(shown_name.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
         else:
             warnings.append(
-                f"ignored {entry.name}: expected a folder per student or <student>{FLAT_SEPARATOR}<NN_name>.ipynb"
+                f"ignored {shown_name}: expected a folder per student or <student>{FLAT_SEPARATOR}<NN_name>.ipynb"
             )
+    for student, reason in refused.items():
+        found.pop(student, None)
     students = {}
     for student, files in found.items():
         students[student] = {}
@@ -116,14 +130,19 @@ def find_submissions(submissions_dir, references: list[Reference]):
         for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
             name = _match(_notebook_name(path), names)
             if name is None:
-                warnings.append(f"{student}: ignored {path.name}: it matches no reference notebook ({', '.join(names)})")
+                warnings.append(f"{student}: ignored {printable_name(path.name)}: it matches no reference notebook "
+                                f"({', '.join(names)})")
             elif name in students[student]:
-                warnings.append(
-                    f"{student}: two submissions for {name} ({students[student][name].name}, {path.name}); "
-                    f"graded {students[student][name].name}"
-                )
+                kept = printable_name(students[student][name].name)
+                warnings.append(f"{student}: two submissions for {name} ({kept}, {printable_name(path.name)}); "
+                                f"graded {kept}")
+            elif not inside(submissions_dir, path) or link_in_path(submissions_dir, path.parent):
+                students[student][name] = Refused(printable_name(path.name), "refused: the path leaves the "
+                                                  "submissions folder through a symbolic link")
             else:
                 students[student][name] = path
+    for student, reason in refused.items():
+        students[student] = {name: Refused(student, reason) for name in names}
     return students, warnings
 
 
@@ -228,14 +247,13 @@ def read_submission(path):
     read (its outputs, never graded, would fill the grader's memory). Cells that Jupyter would not
     have written (a code cell without ``outputs``) are an invalid notebook, not a grader error.
     """
-    path = Path(path)
-    if path.is_symlink():
-        raise UnreadableSubmission("the file is a symbolic link: hand in the notebook itself")
-    size = path.stat().st_size
-    if size > SUBMISSION_LIMIT_MB * 2**20:
-        raise UnreadableSubmission(f"the file has {size / 2**20:.0f} MB, over the grader's {SUBMISSION_LIMIT_MB} MB: "
-                         "clear its outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
-    nb = nbformat.read(path, as_version=4)
+    if isinstance(path, Refused):
+        raise UnreadableSubmission(path.reason)
+    try:
+        data = read_bytes(path, SUBMISSION_LIMIT_MB * 2**20)
+    except ValueError as exc:
+        raise UnreadableSubmission(str(exc)) from None
+    nb = nbformat.reads(data.decode("utf-8"), as_version=4)
     for index, cell in enumerate(nb.cells):
         if not isinstance(cell.get("source"), str) or (cell.get("cell_type") == "code" and "outputs" not in cell):
             raise UnreadableSubmission(f"cell {index} is not a valid notebook cell (source or outputs missing): "
@@ -244,7 +262,7 @@ def read_submission(path):
 
 
 def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60, notebook_timeout=600,
-                   executed_path=None) -> list[Score]:
+                   executed_path=None, reports_path=None) -> list[Score]:
     """Grade one notebook against its reference: one :class:`Score` per graded cell of the reference.
 
     This is the stable entry point for anything that grades (the ``grade`` command, a pytest
@@ -266,6 +284,8 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
 
     if path is None:
         return all_zero("missing notebook")
+    if isinstance(path, Refused):
+        return all_zero(short(path.reason))
     try:   # not JSON, not a notebook, a link: the student still gets a row per cell, with the reason
         restored, where = restore_graded(read_submission(path), reference)
         text = nbformat.writes(restored)
@@ -277,7 +297,8 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
             run_path = Path(tmp) / f"{reference.name}.ipynb"
             run_path.write_text(text, encoding="utf-8")
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()))
+                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
+                               reports_path=reports_path)
     except Exception as exc:  # one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
@@ -329,7 +350,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     # absolute paths (never resolved: a symbolic link must reach read_submission as one), so that a
     # cluster worker started elsewhere finds the same files
     executed = os.path.abspath(executed_dir) if executed_dir else None
-    calls = {(student, ref.name): (grade_one, (student, ref, Path(os.path.abspath(path)) if path else None), dict(
+    calls = {(student, ref.name): (grade_one, (student, ref, _absolute(path)), dict(
                  cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
              for student, ref, path in tasks if (student, ref.name) not in results}
     if previous is not None and progress:
@@ -356,10 +377,17 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
     for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
         try:
-            warnings += warnings_for(f"{student}/{ref.name}", read_submission(path)) if path else []
+            # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
+            warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
+                if path else []
         except Exception:                 # unreadable: already scored 0 with its reason
             pass
-    return scores, warnings
+    return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
+
+
+def _absolute(path):
+    """``path`` made absolute (None and :class:`Refused` stay what they are)."""
+    return Path(os.path.abspath(path)) if path is not None and not isinstance(path, Refused) else path
 
 
 class _Progress:
@@ -387,14 +415,12 @@ class _Progress:
     def finished(self, label: str, scores) -> None:
         self.done += 1
         if self.bar is not None:
-            self.bar.set_postfix_str(label, refresh=False)
+            self.bar.set_postfix_str(one_line(label), refresh=False)
             self.bar.update()
         elif self.enabled:
-            from .report import number
-
             got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
             # a notebook the student never handed in is counted, not run: say so rather than "graded"
             missing = bool(scores) and all(s.reason == "missing notebook" for s in scores)
             what = f"missing {label} (not handed in)" if missing else f"graded {label}"
-            print(f"{what}: {number(got)}/{number(out_of)} [{self.done}/{self.total} notebooks]",
+            print(f"{one_line(what)}: {number(got)}/{number(out_of)} [{self.done}/{self.total} notebooks]",
                   file=self.stream, flush=True)

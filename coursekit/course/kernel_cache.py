@@ -25,6 +25,8 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from ..cuda import compiler   # the emulator's compiler: the grader builds its runtime objects once
+
 ENV = "COURSEKIT_CUDA_SHARED_CACHE"
 _LOCK = threading.Lock()
 
@@ -46,8 +48,6 @@ def grading_env() -> dict[str, str]:
 def _prepare() -> Path | None:
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         return None
-    from coursekit.cuda import compiler   # the emulator's compiler, imported only when grading needs it
-
     base = shared_root()
     folder = base / "cuda"
     if folder.is_dir():

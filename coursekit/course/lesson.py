@@ -209,15 +209,16 @@ def comparison(timings, baseline=None, caption=None):
     base = timings[baseline or names[0]]
     labels = sorted({t.modelled.label for t in timings.values() if t.modelled is not None})
     model_name = labels[0] if len(labels) == 1 else "modelled"
-    header = ["version", "measured per call", "measured on", f"device work, {model_name}",
-              f"call, {model_name} device + measured host", "speed-up, measured", "speed-up, modelled"]
+    header = ["version", "measured per call", "measured on", f"device path, {model_name}",
+              f"whole call, {model_name} + measured host (error band)", "speed-up, measured",
+              "speed-up, modelled"]
     rows = []
     for name in names:
         t = timings[name]
         m = t.modelled
         reference = base.modelled.total if base.modelled is not None else base.best
         rows.append([name, format_seconds(t.best), t.device, format_seconds(m.device) if m else "—",
-                     format_seconds(m.total) if m else "—", f"×{base.best / t.best:.2f}",
+                     f"{format_seconds(m.total)} ({m.band})" if m else "—", f"×{base.best / t.best:.2f}",
                      f"×{reference / m.total:.2f}" if m else "—"])
     blas = {t.blas_threads for t in timings.values()}
     note = "BLAS pinned to 1 thread while measuring" if blas == {1} else "BLAS threads not pinned"

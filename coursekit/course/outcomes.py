@@ -56,17 +56,22 @@ def describe_error(ename: str, evalue: str, cell_timeout: int) -> str:
     return short(f"error: {ename}: {evalue}") if evalue else f"error: {ename}"
 
 
+RESTARTED = ("memory limit exceeded ({memory_mb} MB): the kernel was stopped, and a fresh one ran the cells "
+             "before it again and went on after it")
 UNREPORTED = ("not judged: {why} in this run, so it did not run as restored "
               "(code elsewhere in the notebook may be rewriting or skipping it)")
 
 
-def read_events(events, output, returncode, killed, cell_timeout, notebook_timeout, memory_mb=None) -> NotebookRun:
-    """Turn the child's event log into one :class:`CellOutcome` per code cell."""
+def read_events(events, output, returncode, killed, cell_timeout, notebook_timeout, memory_mb=None,
+                disk_mb=None) -> NotebookRun:
+    """Turn the child's event log into one :class:`CellOutcome` per code cell. ``memory_mb`` or
+    ``disk_mb``: the run was stopped at that limit of memory or of its folders on disk."""
     run = NotebookRun(stderr=output)
     running = None
     crashed = finished = False
     failure = crashed_in = None
     verdicts = {}
+    crash_cells: list[int] = []
     for event in events:
         kind = event.get("event")
         if kind == "judged":
@@ -85,19 +90,29 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
         elif kind == "crashed":
             crashed = True
             crashed_in = event.get("index")
-            if event.get("index") is not None:
-                run.cells[event["index"]] = CellOutcome(False, "kernel crashed")
+            if crashed_in is not None:
+                run.cells[crashed_in] = CellOutcome(False, RESTARTED.format(memory_mb=event.get("memory_mb"))
+                                                    if event.get("memory") else "kernel crashed")
+                crash_cells.append(crashed_in)
             running = None
+        elif kind == "restarted":       # a fresh kernel re-ran the cells before and goes on after it
+            crashed = False
         elif kind == "failed":
             failure = event.get("message", "")
         elif kind == "finished":
             finished = True
-    if memory_mb:
+    if memory_mb and finished and not crashed and not killed:   # the run went on in fresh kernels
+        for index in crash_cells:
+            if run.cells[index].reason == "kernel crashed":
+                run.cells[index] = CellOutcome(False, RESTARTED.format(memory_mb=memory_mb))
+    elif memory_mb or disk_mb:
+        what = "memory" if memory_mb else "disk"
+        limit = memory_mb or disk_mb
         if running is None:
             running = crashed_in
         if running is not None:
-            run.cells[running] = CellOutcome(False, f"memory limit exceeded ({memory_mb} MB): the run was stopped")
-        run.default = CellOutcome(False, f"not run: the run was stopped at the memory limit ({memory_mb} MB)")
+            run.cells[running] = CellOutcome(False, f"{what} limit exceeded ({limit} MB): the run was stopped")
+        run.default = CellOutcome(False, f"not run: the run was stopped at the {what} limit ({limit} MB)")
     elif crashed:
         run.default = CellOutcome(False, "not run: kernel crashed earlier")
     elif killed:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from . import submissions
 from .export import csv_cell
 from .report import _md, number
 from .scores import Score
@@ -37,14 +38,9 @@ PROJECT_ROOT = PACKAGE.parents[1]
 
 
 def file_sha256(path) -> str:
-    """SHA-256 of a file's bytes ("" for None: a notebook that was not handed in)."""
-    if path is None:
-        return ""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    """SHA-256 of a file's bytes ("" for None: a notebook that was not handed in; also for a link, a
+    FIFO or a refused submission, which are never followed or waited on: see .submissions)."""
+    return submissions.file_sha256(path)
 
 
 def judge_sha256(cell) -> str:

@@ -1,5 +1,8 @@
 """Write the grader's score table: a CSV for spreadsheets and a Markdown summary for people.
 
+Every text written comes from the submissions or passes through them, so each goes through
+:mod:`.escape`: CSV cells cannot start a formula, Markdown cannot start markup or HTML.
+
 The CSV has one row per (student, notebook, graded cell) with the reason for every score, so that
 any number can be traced back to what happened. The Markdown file sits next to it (same name,
 ``.md``): a student × notebook table with totals, then every lost point with its reason, then the
@@ -9,8 +12,9 @@ grader's warnings (ignored or ambiguous files), then how the runs were isolated.
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
+
+from .escape import csv_cell, markdown_text
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
            "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.regrade
@@ -28,20 +32,15 @@ def write_csv(scores, path) -> Path:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         for s in scores:
-            writer.writerow([s.student, s.notebook, s.cell_id, number(s.points), number(s.max_points), s.reason,
-                             s.protection, s.submission_sha256, s.judge_sha256, s.grader])
+            writer.writerow([csv_cell(s.student), csv_cell(s.notebook), csv_cell(s.cell_id), number(s.points),
+                             number(s.max_points), csv_cell(s.reason), csv_cell(s.protection),
+                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader)])
     return path
-
-
-# Markdown's markup characters, and underscores that can open or close emphasis (not those inside a
-# word like infinite_loop, which CommonMark leaves alone): a reason such as
-# "NameError: name '__name__' is not defined" must not render as bold.
-_MARKUP = re.compile(r"[\\`*\[\]<>|#]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def _md(text) -> str:
     """``text`` as literal Markdown (student names, reasons and warnings come from the submissions)."""
-    return _MARKUP.sub(lambda m: "\\" + m.group(0), str(text))
+    return markdown_text(text)
 
 
 def _cell(text: str) -> str:
@@ -74,7 +73,7 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     lost = [s for s in scores if s.points < s.max_points]
     if not lost:
         lines.append("None: every graded cell passed.")
-    for s in lost:
+    for s in lost:     # notebook and cell id are the reference's names (validated), never a student's
         lines.append(
             f"- **{_md(s.student)}** · `{s.notebook}` · `{s.cell_id}` "
             f"({number(s.points)}/{number(s.max_points)}): {_md(s.reason)}"

@@ -1,4 +1,4 @@
-"""The processes of one grading run: its cgroup, finding every process of it, killing them all.
+"""The processes of one grading run: its cgroup (nested under the grader's own), finding every process of it, killing them all.
 
 :class:`RunGroup` creates the run's cgroup(s) where the grader may (see
 :func:`coursekit.course.sandbox.detect`), sets the memory and process-count limits, tells whether
@@ -15,7 +15,7 @@ import signal
 import time
 from pathlib import Path
 
-from .sandbox import CGROUP_ROOT, Limits
+from .sandbox import Limits, own_cgroups
 
 
 class RunGroup:
@@ -24,10 +24,8 @@ class RunGroup:
     def __init__(self, name: str, limits: Limits, version: str | None):
         self.version = version
         self.dirs: list[Path] = []
-        if version == "v2":
-            self.dirs = [CGROUP_ROOT / name]
-        elif version == "v1":
-            self.dirs = [CGROUP_ROOT / "memory" / name, CGROUP_ROOT / "pids" / name]
+        if version:      # under the grader's own cgroups: a limit around the grader holds its runs too
+            self.dirs = [parent / name for parent in own_cgroups(version)]
         try:
             for d in self.dirs:
                 d.mkdir(exist_ok=True)
@@ -143,3 +141,24 @@ def memory_in_use(pids: set[int]) -> int:
         except (OSError, ValueError, IndexError):
             pass
     return total
+
+
+def folder_usage(folders, max_entries: int) -> tuple[int, int]:
+    """``(bytes, entries)`` under ``folders`` (links not followed); the walk stops past ``max_entries``."""
+    size = entries = 0
+    todo = [str(f) for f in folders]
+    while todo and entries <= max_entries:
+        try:
+            with os.scandir(todo.pop()) as listing:
+                for entry in listing:
+                    entries += 1
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            todo.append(entry.path)
+                        else:
+                            size += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return size, entries

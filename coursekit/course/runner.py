@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,13 +34,17 @@ import threading
 from pathlib import Path
 
 from . import rungroup, sandbox
-from .check import NONCE_ENV, REPORT_DIR_ENV
+from .check import NONCE_ENV, REPORT_DIR_ENV, REPORT_LIMIT
 from .outcomes import CellOutcome, NotebookRun, describe_error, read_events, short
 
 __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protection", "run_notebook", "short"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "execute.py"
+FREE_SPACE_FLOOR_MB = int(os.environ.get("COURSEKIT_GRADE_FREE_MB", "1024"))   # no run starts below it
+KERNEL_STOPS = 4          # kernels stopped for memory before the whole run is (the child restarts 3)
+FOLDER_ENTRIES = 10_000    # files a run may leave in its folders on the grader's disk
+EVENTS_LIMIT = 8 * 2**20   # bytes of events read from one run; the child cuts each text to 4 KB
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -73,6 +78,7 @@ def run_notebook(
     kernel_name: str = "python3",
     limits: "sandbox.Limits | None" = None,
     judge: bool = True,
+    reports_path=None,
 ) -> NotebookRun:
     """Run the notebook at ``path`` in a separate process; never raises for what the notebook does.
 
@@ -85,11 +91,17 @@ def run_notebook(
     With ``judge`` (the default), graded cells that call :func:`coursekit.course.check.graded_check`
     report their observations to a folder of this run and are judged after the kernel has gone, in
     the runner's process; their outcome is the judge's verdict (``run.judged`` lists them). Other
-    cells' outcomes are what the kernel reported.
+    cells' outcomes are what the kernel reported. ``reports_path``, if given, receives a copy of
+    the observations the graded cells reported (``<cell id>.npz``) and ``nonce.txt``, to judge again.
     """
     limits = limits or sandbox.Limits()
     guard = protection()
     token = secrets.token_hex(8)
+    free_mb = shutil.disk_usage(tempfile.gettempdir()).free // 2**20
+    if free_mb < FREE_SPACE_FLOOR_MB:      # a full disk would fail this run for a reason not the student's
+        why = (f"not run: the grader's temporary folder {tempfile.gettempdir()} has {free_mb} MB free, below the "
+               f"{FREE_SPACE_FLOOR_MB} MB the grader keeps free (COURSEKIT_GRADE_FREE_MB): free space and grade again")
+        return NotebookRun(default=CellOutcome(False, why), protection=guard.label)
     with tempfile.TemporaryDirectory(prefix="coursekit-run-") as tmp:
         os.chmod(tmp, 0o700)
         kernel_dir = Path(workdir) if workdir else Path(tmp) / "work"
@@ -103,6 +115,7 @@ def run_notebook(
         config = {
             "workdir": str(kernel_dir), "ipc_dir": str(ipc_dir), "limits": limits.__dict__,
             "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
+            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None,
             "report_dir": str(report_dir) if judge else None, "nonce": nonce,
         }
         reporting = {REPORT_DIR_ENV: str(report_dir), NONCE_ENV: nonce} if judge else {}
@@ -124,7 +137,7 @@ def run_notebook(
             )
         os.close(write_end)
         channel = _Reader(read_end)
-        watch = _Watch(process, group, token, limits)
+        watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir], Path(tmp))
         _LIVE[process.pid] = watch
         killed = False
         try:
@@ -137,14 +150,27 @@ def run_notebook(
             _LIVE.pop(process.pid, None)
             watch.stop()
             watch.kill()                      # the sweep: daemons and new sessions of the run end here
-            memory = watch.over_memory or group.out_of_memory()
+            memory = not watch.over_disk and (watch.over_memory or group.out_of_memory())
             group.close()
+        if reports_path:
+            _copy_reports(report_dir, Path(reports_path), nonce)
         output = _tail(output_path)
         events = channel.events()
         run = read_events(events, output, process.returncode, killed,
-                           int(cell_timeout), notebook_timeout, memory and limits.memory_mb)
+                           int(cell_timeout), notebook_timeout, memory and limits.memory_mb,
+                           watch.over_disk and limits.disk_mb)
         run.protection = guard.label
         return run
+
+
+def _copy_reports(report_dir: Path, target: Path, nonce: str) -> None:
+    """Copy the regular ``.npz`` files the kernel left (never a link) and the run's nonce to ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "nonce.txt").write_text(nonce)
+    for entry in os.scandir(report_dir):
+        if entry.name.endswith(".npz") and entry.is_file(follow_symlinks=False):
+            with open(entry.path, "rb") as handle:      # never more than a graded cell may report
+                (target / entry.name).write_bytes(handle.read(REPORT_LIMIT))
 
 
 def _tail(path: Path, limit: int = 64 * 1024) -> str:
@@ -163,9 +189,12 @@ class _Reader:
         self.thread.start()
 
     def _read(self, fd: int) -> None:
+        kept = 0
         with os.fdopen(fd, "rb") as pipe:
             for chunk in iter(lambda: pipe.read(65536), b""):
-                self.chunks.append(chunk)
+                if kept < EVENTS_LIMIT:        # past the cap: read and dropped (the pipe must not fill)
+                    self.chunks.append(chunk[:EVENTS_LIMIT - kept])
+                    kept += len(self.chunks[-1])
 
     def events(self) -> list[dict]:
         self.thread.join(timeout=10)
@@ -179,25 +208,38 @@ class _Reader:
 
 
 class _Watch:
-    """Polls the run's memory (when no cgroup limits it) and kills every process of the run."""
+    """Polls the run's memory (when no cgroup limits it) and the size of the run's folders on the
+    grader's disk (the report and socket folders, which the kernel writes), and kills every process
+    of the run when one is over its limit."""
 
-    def __init__(self, process, group, token, limits):
-        self.process, self.group, self.token = process, group, token
+    def __init__(self, process, group, token, limits, folders, cwd: Path):
+        self.process, self.group, self.token, self.folders, self.cwd = process, group, token, folders, cwd
         self.limit = limits.memory_mb * 1024 * 1024
-        self.over_memory = False
+        self.disk_limit = limits.disk_mb * 1024 * 1024
+        self.over_memory = self.over_disk = False
         self.stopped = threading.Event()
-        if not group.version:
-            threading.Thread(target=self._poll, daemon=True).start()
+        threading.Thread(target=self._poll, daemon=True).start()
 
     def pids(self) -> set[int]:
         return self.group.pids() if self.group.version else rungroup.processes_of_run(self.token, {self.process.pid})
 
     def _poll(self) -> None:
+        stops = 0
         while not self.stopped.wait(0.25):
-            if rungroup.memory_in_use(self.pids()) > self.limit:
-                self.over_memory = True
+            size, entries = rungroup.folder_usage(self.folders, FOLDER_ENTRIES)
+            if size > self.disk_limit or entries > FOLDER_ENTRIES:
+                self.over_disk = True
                 self.kill()
                 return
+            if not self.group.version and rungroup.memory_in_use(self.pids()) > self.limit:
+                self.over_memory = True
+                stops += 1
+                if stops > KERNEL_STOPS:    # the runner itself over the limit, or a kernel that never learns
+                    self.kill()
+                    return
+                # the kernel's processes only: the runner starts a fresh kernel for the cells after it
+                (self.cwd / "memory-stops").write_text(str(stops))
+                rungroup.kill_until_gone(lambda: self.pids() - {self.process.pid}, rounds=5)
 
     def stop(self) -> None:
         self.stopped.set()

@@ -3,10 +3,14 @@
 The grader runs code written to win points. This module wraps the command that starts the kernel
 so that, with the operating system's own tools:
 
-* **bubblewrap** (``bwrap``, Linux; needs user namespaces or root): the kernel gets a private
+* **bubblewrap** (``bwrap``, Linux; needs user namespaces or root): the kernel runs as an
+  unprivileged uid (:data:`SANDBOX_UID`) in a user namespace of its own, with every capability
+  dropped (root or not: the bounding set is empty) and no way to create another user namespace,
+  so nothing it can see can be remounted. It gets a private
   filesystem view — the system's programs and libraries read-only, the Python installation and
   *only the coursekit package* (never the repository: no ``solutions/``), a private ``/tmp`` and
-  its own working directory, nothing else: no submissions folder, no other student, no reference,
+  its own working directory (both size-capped memory filesystems, which the run's cgroup
+  counts as its memory), nothing else: no submissions folder, no other student, no reference,
   no grader state. It gets a private process-ID namespace (it cannot see or signal the grader,
   and every process it starts, daemons and new sessions included, dies with it), no network
   (only a loopback of its own) and its own IPC namespace.
@@ -42,6 +46,7 @@ SHARED_CACHE_MOUNT = "/opt/coursekit-shared-cache"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]          # .../coursekit
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+SANDBOX_UID = 1000                      # the kernel's uid and gid inside its user namespace (never 0)
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Limits:
     processes: int = int(os.environ.get("COURSEKIT_GRADE_PROCESSES", "256"))
     file_mb: int = int(os.environ.get("COURSEKIT_GRADE_FILE_MB", "256"))
     output_mb: int = int(os.environ.get("COURSEKIT_GRADE_OUTPUT_MB", "16"))   # kept outputs per notebook
+    disk_mb: int = int(os.environ.get("COURSEKIT_GRADE_DISK_MB", "512"))      # each of /tmp and the home folder
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ class Protection:
     cgroup: str | None                   # "v1", "v2" or None
     nproc_limit: bool                    # RLIMIT_NPROC is enforced (not root)
     missing: tuple[str, ...] = field(default=())
+    bwrap_flags: tuple[str, ...] = field(default=())   # the optional bubblewrap flags this bwrap accepts
 
     @property
     def label(self) -> str:
@@ -76,6 +83,10 @@ class Protection:
         if self.bubblewrap:
             have.append("private filesystem view (system and Python read-only, the coursekit package "
                         "only, no repository, no submissions), own PID namespace, no network")
+            have.append(f"own user namespace: the kernel runs as uid {SANDBOX_UID} with no capabilities"
+                        + (", cannot create user namespaces (nothing can be remounted)"
+                           if "--disable-userns" in self.bwrap_flags else "")
+                        + (", /tmp and the working folder size-capped" if "--size" in self.bwrap_flags else ""))
         if self.cgroup:
             have.append(f"cgroup {self.cgroup}: memory and process-count limits, end-of-run kill sweep")
         else:
@@ -103,15 +114,16 @@ def detect() -> Protection:
         missing.append("filesystem, PID and network isolation (install bubblewrap: `apt-get install "
                        "bubblewrap`; Linux only)")
     else:
-        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(), *_bind_args(), "--", sys.executable,
-                 "-I", "-S", "-c", "pass"]
-        try:
-            bwrap_ok = subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            bwrap_ok = False
+        flags = _bwrap_flags()
+        bwrap_ok = flags is not None
         if not bwrap_ok:
             missing.append("filesystem, PID and network isolation (bubblewrap is installed but cannot "
                            "create namespaces here: user namespaces disabled?)")
+        else:
+            if "--disable-userns" not in flags:
+                missing.append("a ban on new user namespaces inside the sandbox (bubblewrap older than 0.8)")
+            if "--size" not in flags:
+                missing.append("size caps on the sandbox's /tmp and working folder (bubblewrap older than 0.6)")
     cgroup = _cgroup_version()
     if not cgroup:
         missing.append("hard memory and process limits (no writable cgroup); memory is polled instead")
@@ -121,7 +133,90 @@ def detect() -> Protection:
     if not bwrap_ok:
         missing.append("a kill sweep of daemons that left the run's process group and cleared their "
                        "environment")
-    return Protection(bwrap_ok, cgroup, not root, tuple(missing))
+    return Protection(bwrap_ok, cgroup, not root, tuple(missing), tuple(flags) if bwrap_ok else ())
+
+
+OPTIONAL_FLAGS = ("--disable-userns", "--size")
+
+
+def _bwrap_flags() -> tuple[str, ...] | None:
+    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real
+    sandbox), or None when bubblewrap cannot make a sandbox at all here."""
+    def works(flags) -> bool:
+        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, 1), *_bind_args(), "--", sys.executable,
+                 "-I", "-S", "-c", "pass"]
+        try:
+            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if not works(()):
+        return None
+    return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
+
+
+def own_cgroups(version: str) -> list[Path]:
+    """The folders of this process's own cgroups (``/proc/self/cgroup``) that runs nest under:
+    ``[unified]`` for v2, ``[memory, pids]`` for v1. A limit put around the grader holds its runs too."""
+    paths = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        for controller in controllers.split(",") if controllers else [""]:
+            paths[controller] = path.lstrip("/")
+    if version == "v2":
+        return [CGROUP_ROOT / paths.get("", "")]
+    return [CGROUP_ROOT / name / paths.get(name, "") for name in ("memory", "pids")]
+
+
+def _cgroup_version() -> str | None:
+    """"v2" or "v1" when this process may create cgroups with memory and pids controllers under its own."""
+    if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
+        return None
+    for version in ("v2", "v1"):
+        if version == "v2" and not (CGROUP_ROOT / "cgroup.controllers").exists():
+            continue
+        paths = own_cgroups(version)
+        if version == "v2":      # the runs' memory and pids limits need the controllers enabled for children
+            control = paths[0] / "cgroup.subtree_control"
+            if not {"memory", "pids"} <= set(control.read_text().split() if control.exists() else []):
+                continue
+        probes = [p / f"coursekit-probe-{os.getpid()}" for p in paths]
+        try:
+            for probe in probes:
+                probe.mkdir()
+            return version
+        except OSError:
+            continue
+        finally:
+            for probe in probes:
+                try:
+                    probe.rmdir()
+                except OSError:
+                    pass
+    return None
+
+
+OPTIONAL_FLAGS = ("--disable-userns", "--size")
+
+
+def _bwrap_flags() -> tuple[str, ...] | None:
+    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real
+    sandbox), or None when bubblewrap cannot make a sandbox at all here."""
+    def works(flags) -> bool:
+        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, 1), *_bind_args(), "--", sys.executable,
+                 "-I", "-S", "-c", "pass"]
+        try:
+            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    if not works(()):
+        return None
+    return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
 
 
 def _cgroup_version() -> str | None:
@@ -156,9 +251,21 @@ def _cgroup_version() -> str | None:
 # The kernel's command line.
 
 
-def _bwrap_namespace_args() -> list[str]:
-    return ["--unshare-all", "--die-with-parent", "--hostname", "coursekit-sandbox",
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+def _bwrap_namespace_args(flags, size_mb: int) -> list[str]:
+    """Every namespace, an unprivileged uid with no capabilities in its own user namespace (as root
+    too: ``--cap-drop ALL`` empties the bounding set), no further user namespaces where bubblewrap
+    can forbid them (so no mount can be made writable again), and a ``/tmp`` of ``size_mb``."""
+    args = ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID),
+            "--cap-drop", "ALL", "--die-with-parent", "--hostname", "coursekit-sandbox",
+            "--proc", "/proc", "--dev", "/dev"]
+    if "--disable-userns" in flags:
+        args.append("--disable-userns")
+    return args + _tmpfs("/tmp", flags, size_mb)
+
+
+def _tmpfs(path: str, flags, size_mb: int) -> list[str]:
+    """A private memory filesystem at ``path``, capped at ``size_mb`` where bubblewrap can."""
+    return (["--size", str(size_mb * 1024 * 1024)] if "--size" in flags else []) + ["--tmpfs", path]
 
 
 def _python_dirs() -> list[str]:
@@ -192,13 +299,15 @@ def _bind_args() -> list[str]:
 
 
 def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, str], limits: dict,
-                   cgroup_procs: list[str] | None, bubblewrap: bool, report_dir=None) -> list[str]:
+                   cgroup_procs: list[str] | None, bubblewrap: bool, report_dir=None,
+                   bwrap_flags=()) -> list[str]:
     """The full command that starts a kernel (``kernel_argv``) inside this run's protections.
 
     ``env`` is what the kernel may see (see :func:`sandbox_env`); ``cgroup_procs`` the run's
     ``cgroup.procs`` files, joined by the launcher before anything can fork; ``report_dir`` the
     folder where graded cells write their observations (see :mod:`coursekit.course.check`),
-    mounted at the same path.
+    mounted at the same path; ``bwrap_flags`` the optional flags :func:`detect` found. With
+    bubblewrap and no ``workdir``, the kernel's working folder is a private size-capped tmpfs.
     """
     config = {"limits": limits, "cgroup": cgroup_procs, "env": None if bubblewrap else env}
     launcher = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "exec", json.dumps(config), "--"]
@@ -207,9 +316,12 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
     inside_env = dict(env, HOME=HOME_MOUNT, PYTHONPATH=LIBRARY_MOUNT, TMPDIR="/tmp",
                       COURSEKIT_CACHE_DIR="/tmp/coursekit-cache", MPLCONFIGDIR="/tmp/matplotlib",
                       IPYTHONDIR="/tmp/ipython")
-    args = [shutil.which("bwrap"), *_bwrap_namespace_args(), *_bind_args(),
+    flags = tuple(bwrap_flags)
+    size_mb = max(1, int(limits.get("disk_mb", 512)))
+    home = ["--bind", str(workdir), HOME_MOUNT] if workdir else _tmpfs(HOME_MOUNT, flags, size_mb)
+    args = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, size_mb), *_bind_args(),
             "--ro-bind", str(PACKAGE_DIR), f"{LIBRARY_MOUNT}/coursekit",
-            "--bind", str(workdir), HOME_MOUNT,
+            *home,
             "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
             *(["--bind", str(report_dir), str(report_dir)] if report_dir else []),
             *_shared_cache_args(inside_env),

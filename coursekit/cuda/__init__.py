@@ -21,8 +21,15 @@ none), ``COURSEKIT_CUDA_STACK_KB`` (stack per emulated thread, default 512),
 ``COURSEKIT_NO_NVCC=1`` (skip the nvcc compile check), ``COURSEKIT_NVCC_ARCH``
 (default ``sm_80``), ``CXX`` (host compiler, default ``g++``).
 
-Not emulated: ``__constant__`` memory set from the host, textures, half
-precision, cooperative groups, streams/events (launches are synchronous).
+``SourceModule(..., backend="emulator", counts=True)`` also counts what each
+launch's 32-thread warps ask of memory (sectors, bank conflicts, atomics on
+one address): see :mod:`coursekit.cuda.warp_counts`.
+
+``__half``/``__half2`` (``cuda_fp16.h``) and ``__nv_bfloat16`` (``cuda_bf16.h``)
+round each operation as a GPU does (``ck_half.h``).
+
+Not emulated: ``__constant__`` memory set from the host, textures, tensor-core
+(wmma) instructions, cooperative groups, streams/events (launches are synchronous).
 An endless loop would hang a GPU; here Ctrl-C (Jupyter's interrupt) or the
 watchdog stops it with an error that names the kernel.
 """
@@ -32,6 +39,7 @@ from .args import In, InOut, Out
 from .errors import (BackendUnavailableError, CompileError, CudaError, IntegerDivisionError,
                      KernelArgumentError, KernelRuntimeError, KernelTimeoutError, LaunchConfigError,
                      MemoryAccessError, RaceConditionError, StackOverflowError)
+from . import compiler
 from .faults import guarded_empty
 from .module import SourceModule, gpu_available, kernel_device
 
@@ -76,8 +84,6 @@ def compile_check(source, options=()):
     Uses nvcc when it is installed (the verdict a GPU toolchain gives, cached)
     and always builds the CPU emulator's library too, so the kernels can run here.
     """
-    from . import compiler
-    from .module import SourceModule
     mod = SourceModule(source, options, backend="emulator")
     checked = ["g++ (CPU emulator)"]
     if mod.nvcc_verdict is not None:

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <stdint.h>
 #include <assert.h>
+#include <csignal>
+#include <cstdlib>
 #include <utility>
 #include <type_traits>
 
@@ -93,6 +95,17 @@ static inline unsigned __ck_mask_or_all(unsigned m = 0xffffffffu) { return m; }
 #undef assert
 #define assert(e) ((e) ? (void)0 : __ck_fail("assertion failed: " #e, __FILE__, __LINE__))
 #define printf __ck_printf
+// A kernel runs inside the notebook's own process: abort(), exit() or raise() there would end the
+// notebook's kernel. Each becomes an error of the launch that names the kernel, the line and the thread.
+namespace std { using ::__ck_fail; }
+#define abort() __ck_fail("abort() called: a kernel cannot stop the program (on a GPU, use __trap() or "    \
+                          "assert)", __FILE__, __LINE__)
+#define exit(status) __ck_fail("exit() called: a kernel cannot end the program; return from the kernel", \
+                               __FILE__, __LINE__)
+#define _Exit(status) exit(status)
+#define quick_exit(status) exit(status)
+#define raise(sig) __ck_fail("raise() called: a kernel cannot send signals", __FILE__, __LINE__)
+#define kill(pid, sig) __ck_fail("kill() called: a kernel cannot send signals", __FILE__, __LINE__)
 
 // Warp shuffles carry up to 8 bytes; the value travels as raw bits.
 template <class T> static inline T __ck_shfl(int line, int op, unsigned mask, T v, int arg, int width) {
@@ -116,20 +129,30 @@ static inline unsigned __activemask() { return 0xffffffffu; }
 #define __lanemask_lt() ((1u << (threadIdx.x & 31)) - 1u)
 
 // ---- atomics: fibers never preempt each other, so plain read-modify-write --
-#define CK_ATOMIC(NAME, T, EXPR) static inline T NAME(T* a, T v) { T old = *a; *a = (EXPR); return old; }
+// A counting build (SourceModule(..., counts=True)) reports each atomic as one
+// read-modify-write at its call site (ck_count.cpp), not as a load and a store.
+#ifdef CK_COUNTING_BUILD
+extern "C" void __ck_count_atomic(void* addr, size_t size, void* pc);
+#define CK_ATOMIC_FN static __attribute__((noinline, no_sanitize_thread))
+#define CK_ATOMIC_NOTE(a) __ck_count_atomic((void*)(a), sizeof *(a), __builtin_return_address(0))
+#else
+#define CK_ATOMIC_FN static inline
+#define CK_ATOMIC_NOTE(a) ((void)0)
+#endif
+#define CK_ATOMIC(NAME, T, EXPR) CK_ATOMIC_FN T NAME(T* a, T v) { CK_ATOMIC_NOTE(a); T old = *a; *a = (EXPR); return old; }
 #define CK_ATOMIC_INT(T) \
     CK_ATOMIC(atomicAdd, T, old + v) CK_ATOMIC(atomicSub, T, old - v) CK_ATOMIC(atomicExch, T, v) \
     CK_ATOMIC(atomicMin, T, v < old ? v : old) CK_ATOMIC(atomicMax, T, v > old ? v : old) \
     CK_ATOMIC(atomicAnd, T, old & v) CK_ATOMIC(atomicOr, T, old | v) CK_ATOMIC(atomicXor, T, old ^ v) \
-    static inline T atomicCAS(T* a, T cmp, T v) { T old = *a; if (old == cmp) *a = v; return old; }
+    CK_ATOMIC_FN T atomicCAS(T* a, T cmp, T v) { CK_ATOMIC_NOTE(a); T old = *a; if (old == cmp) *a = v; return old; }
 CK_ATOMIC_INT(int)
 CK_ATOMIC_INT(unsigned int)
 CK_ATOMIC_INT(unsigned long long)
 CK_ATOMIC_INT(long long)
 CK_ATOMIC(atomicAdd, float, old + v) CK_ATOMIC(atomicExch, float, v)
 CK_ATOMIC(atomicAdd, double, old + v)
-static inline unsigned atomicInc(unsigned* a, unsigned v) { unsigned o = *a; *a = (o >= v) ? 0 : o + 1; return o; }
-static inline unsigned atomicDec(unsigned* a, unsigned v) { unsigned o = *a; *a = (o == 0 || o > v) ? v : o - 1; return o; }
+CK_ATOMIC_FN unsigned atomicInc(unsigned* a, unsigned v) { CK_ATOMIC_NOTE(a); unsigned o = *a; *a = (o >= v) ? 0 : o + 1; return o; }
+CK_ATOMIC_FN unsigned atomicDec(unsigned* a, unsigned v) { CK_ATOMIC_NOTE(a); unsigned o = *a; *a = (o == 0 || o > v) ? v : o - 1; return o; }
 #define atomicAdd_block atomicAdd
 #define atomicAdd_system atomicAdd
 

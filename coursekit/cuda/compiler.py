@@ -29,7 +29,8 @@ from .errors import BackendUnavailableError, CompileError
 from .source import SOURCE_NAME, emulator_translation_unit, source_line
 
 PKG_DIR = Path(__file__).resolve().parent
-RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp", "ck_count.cpp")
+RUNTIME_FILES = ("ck_prelude.h", "ck_runtime.cpp", "ck_switch.h", "ck_faults.h", "ck_driver.cpp", "ck_count.cpp",
+                 "ck_warp.h", "ck_half.h", "cuda_fp16.h", "cuda_bf16.h")
 NVCC_ARCH = os.environ.get("COURSEKIT_NVCC_ARCH", "sm_80")
 # -fstack-clash-protection: a frame bigger than a page touches each page on the
 # way down, so a kernel with huge locals hits its fiber's guard page instead of
@@ -42,7 +43,7 @@ FAST_FLAGS = ["-O2", "-g1"]
 LIBS = ["-ldl", "-lrt", "-lpthread"]   # dladdr, timer_create, pthread_kill (part of libc on glibc >= 2.34)
 ASAN_FLAGS = ["-O1", "-g", "-fsanitize=address", "-fno-omit-frame-pointer"]
 # count_reads: the student's code gets ThreadSanitizer's load hooks, served by ck_count.cpp (not libtsan)
-COUNT_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0"]
+COUNT_FLAGS = ["-fsanitize=thread", "--param=tsan-instrument-func-entry-exit=0", "-DCK_COUNTING_BUILD"]
 
 #: how many times each tool really ran in this process (the cache tests read it)
 stats = {"gxx": 0, "nvcc": 0, "asan": 0}

@@ -63,7 +63,7 @@ import numpy as np
 from coursekit.devices.simarray import SimArray
 
 from . import args as A
-from . import faults
+from . import faults, warp_counts
 from .errors import KernelRuntimeError, RaceConditionError
 
 LABEL = "emulator (CPU)"
@@ -81,6 +81,21 @@ def check_level(value):
 
 def default_check():
     return check_level(os.environ.get("COURSEKIT_CUDA_CHECK", "0"))
+
+
+MAX_EMULATED_THREADS = 2**27    # threads one launch may ask of the CPU emulator (~a minute of work)
+
+
+def _check_emulated_size(name, grid, block):
+    """Refuse a launch the emulator could never finish, saying what the limit is (not a timeout later)."""
+    blocks = grid[0] * grid[1] * (grid[2] if len(grid) > 2 else 1)
+    threads = blocks * block[0] * block[1] * block[2]
+    if threads > MAX_EMULATED_THREADS:
+        raise A.LaunchConfigError(
+            f"kernel {name}: grid={tuple(grid)} x block={tuple(block)} asks for {blocks:,} blocks, {threads:,} "
+            f"threads in all; the CPU emulator runs at most {MAX_EMULATED_THREADS:,} (2**27) threads per launch "
+            f"(a GPU accepts grids up to (2**31-1, 65535, 65535) blocks). Launch fewer blocks, e.g. a grid-stride "
+            f"loop over a grid of a few thousand blocks.")
 
 
 class EmulatorTime(float):
@@ -139,6 +154,7 @@ class EmulatorKernel:
         self.last_timeout = faults.DEFAULT_TIMEOUT_S     # watchdog of the latest launch (for its message)
         self._pool = {}                                  # guarded In/Out buffers for reuse (see _scratch)
         self.bytes_read = None       # count_reads modules: {argument name: bytes loaded} of the latest launch
+        self.counts = None           # counts=True modules: the latest launch's warp_counts.WarpCounts
 
     def __repr__(self):
         return f"<coursekit.cuda kernel {self.signature} on the {LABEL}; results are emulated>"
@@ -152,11 +168,17 @@ class EmulatorKernel:
         if (block[0] * block[1] * block[2] > 1024 or shared or self._static or block[2] > 64
                 or grid[0] > 2**31 - 1 or grid[1] > 65535 or grid[2] > 65535):
             A.check_launch(self.name, grid, block, shared, self._static)
+        _check_emulated_size(self.name, grid, block)
         pooled = []                                      # (key, buffer) to give back to self._pool
         slots, arrays, copy_back = self._marshal(args, pooled)
         level = self.module.check if check is None else check_level(check)
+        if level in (True, "memory") and self.module.count_reads and check is None:
+            # the default (COURSEKIT_CUDA_CHECK, which the grader sets to "memory") cannot apply to a
+            # module that counts loads in this process: it keeps the race check only
+            level = "races" if level is True else False
         if level in (True, "memory") and self.module.count_reads:
-            raise ValueError(f"kernel {self.name}: a module built with count_reads=True counts loads in this "
+            flag = "counts" if self.module.warp_counts else "count_reads"
+            raise ValueError(f"kernel {self.name}: a module built with {flag}=True counts loads in this "
                              f"process; launch it with check=False or check='races' (check={check!r} asked for the "
                              f"AddressSanitizer subprocess), and check bounds with a module built without it")
         self.last_timeout = faults.timeout_s() if timeout is None else float(timeout)
@@ -259,10 +281,14 @@ class EmulatorKernel:
                 lib.stack_kib = kib
             if lib.counts_reads:
                 _watch(lib, arrays)
+                if self.module.warp_counts:
+                    warp_counts.begin(lib, dyn)
             rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b,
                             1 if on_main else 0, self.last_timeout)
             if lib.counts_reads:
                 self.bytes_read = _counted(lib, arrays)
+                if self.module.warp_counts:
+                    self.counts = warp_counts.end(lib, [name for name, _, _ in arrays], self.name)
             out = lib.lib.ck_printf_output() if rc else None
             err = lib.lib.ck_last_error() if rc < 0 else None
             truncated = rc and lib.lib.ck_printf_truncated()

@@ -6,12 +6,13 @@ for its kernels' signatures, so argument mistakes get the same message on both.
 """
 from __future__ import annotations
 
+import re
 import threading
 
 from .. import devices
-from . import compiler
+from . import compiler, emulator, gpu
 from .errors import BackendUnavailableError, CudaError
-from .source import find_kernels
+from .source import KernelSignature, _split_top_level, find_kernels, parse_param
 
 _loaded = {}            # .so path -> EmulatorLibrary (one dlopen per process)
 _load_lock = threading.Lock()
@@ -56,10 +57,13 @@ class SourceModule:
     ``extern "C"`` or uses templates.  ``count_reads`` (emulator only): after each
     launch, ``kernel.bytes_read`` says how many bytes the kernel loaded from each
     array argument (an instrumented build; launches run unchecked or with ``"races"``).
+    ``counts`` (emulator only): the same build, and after each launch ``kernel.counts`` says what
+    its warps asked of memory: sectors of global memory, shared-memory wavefronts and bank
+    conflicts, atomics on one address (see :mod:`coursekit.cuda.warp_counts`).
     """
 
     def __init__(self, source, options=(), backend="auto", *, check=None, name_expressions=(),
-                 no_extern_c=False, nvcc_check=True, count_reads=False):
+                 no_extern_c=False, nvcc_check=True, count_reads=False, counts=False):
         if not isinstance(source, str):
             raise TypeError("SourceModule(source): source must be a string of CUDA C")
         self.source = source
@@ -68,24 +72,22 @@ class SourceModule:
         self.name_expressions = tuple(name_expressions)
         self.device = kernel_device(backend)
         self.backend_kind = "cupy" if self.device.raw_kernels == "nvrtc" else "emulator"
-        self.count_reads = bool(count_reads)
+        self.warp_counts = bool(counts)
+        self.count_reads = bool(count_reads) or self.warp_counts
         if self.count_reads and self.backend_kind != "emulator":
-            raise BackendUnavailableError("count_reads=True counts loads on the CPU emulator only: "
-                                          "pass backend='emulator' as well")
+            flag = "counts=True counts warp requests" if counts else "count_reads=True counts loads"
+            raise BackendUnavailableError(f"{flag} on the CPU emulator only: pass backend='emulator' as well")
         if self.backend_kind == "emulator":
-            from .emulator import LABEL, check_level, default_check
-            self.backend = LABEL
-            self.check = default_check() if check is None else check_level(check)
+            self.backend = emulator.LABEL
+            self.check = emulator.default_check() if check is None else emulator.check_level(check)
             self._entries = self._entry_list()
             path, self.nvcc_verdict = compiler.build(source, self.options, [e for _, e in self._entries],
                                                      check_nvcc=nvcc_check, count_reads=self.count_reads)
             self.library = _load(path)
         else:
-            from .gpu import CupyModule
-            from .gpu import LABEL
-            self.backend = LABEL
+            self.backend = gpu.LABEL
             self.check = False
-            self._gpu = CupyModule(source, self.options, self.name_expressions, no_extern_c)
+            self._gpu = gpu.CupyModule(source, self.options, self.name_expressions, no_extern_c)
 
     def _entry_list(self):
         """(kernel name, C++ expression) for every kernel the emulator exports."""
@@ -113,15 +115,13 @@ class SourceModule:
         if sig.is_template:
             sig = _instantiate(sig, name)
         if self.backend_kind == "cupy":
-            from .gpu import CupyKernel
-            kernel = CupyKernel(self._gpu, sig, name)
+            kernel = gpu.CupyKernel(self._gpu, sig, name)
         else:
-            from .emulator import EmulatorKernel
             names = [n for n, _ in self._entries]
             if name not in names:
                 raise CudaError(f"{name!r} was not among the name_expressions this module was compiled with: "
                                 f"{list(self.name_expressions)}")
-            kernel = EmulatorKernel(self, sig, names.index(name))
+            kernel = emulator.EmulatorKernel(self, sig, names.index(name))
         kernel.device = self.device  # the Device that runs it: timings ask it whether it is simulated
         return kernel
 
@@ -131,8 +131,6 @@ class SourceModule:
 
 def _instantiate(sig, expr):
     """Signature of ``k<float, int>``: template parameters replaced by the given types."""
-    import re
-    from .source import KernelSignature, _split_top_level, parse_param
     args = _split_top_level(expr[expr.index("<") + 1:expr.rindex(">")])
     mapping = dict(zip(sig.template_params, args))
     params = [parse_param(re.sub(r"\b\w+\b", lambda m: mapping.get(m.group(0), m.group(0)), f"{p.ctype} {p.name}"), i)
@@ -141,10 +139,9 @@ def _instantiate(sig, expr):
 
 
 def _load(path):
-    from .emulator import EmulatorLibrary
     key = str(path)
     with _load_lock:
         lib = _loaded.get(key)
         if lib is None:
-            lib = _loaded[key] = EmulatorLibrary(path)
+            lib = _loaded[key] = emulator.EmulatorLibrary(path)
         return lib

@@ -25,7 +25,6 @@ from ..config import config
 from ..graph import warn_at_user_line
 from .device import CPUDevice, CudaDevice, Device, DeviceError, Float64Error, SimDevice, float64_on_gpu  # noqa: F401
 from .simarray import SimArray, is_device_array  # noqa: F401
-from .types import GpuArrayType
 
 _CPU = CPUDevice()
 _DEVICES: dict = {"cpu": _CPU}
@@ -48,6 +47,19 @@ def cupy_status():
                 available = False
             _CUPY_STATUS = (cupy, None) if available else (None, "CuPy sees no usable NVIDIA GPU (no driver or no device)")
     return _CUPY_STATUS
+
+
+def use_cupy(module):
+    """Make ``module`` the CuPy that the CUDA device runs on; ``None`` looks for the real one again.
+
+    For tests: the CuPy stand-in (``tests/cupy_standin``) runs coursekit's real
+    CuPy code path on a CPU and counts its launches, copies and syncs.  Device
+    objects made with the previous CuPy are forgotten.
+    """
+    global _CUPY_STATUS
+    for name in [n for n in _DEVICES if n.startswith("cuda:")]:
+        del _DEVICES[name]
+    _CUPY_STATUS = None if module is None else (module, None)
 
 
 def gpu_available():
@@ -142,4 +154,6 @@ def device_variable(dtype, broadcastable, name=None):
     device = current()
     if not device.is_gpu:
         raise DeviceError("device_variable: config.device is 'cpu'; device inputs need device='gpu' or 'sim'")
+    from .types import GpuArrayType  # a tensor type: coursekit.cuda uses devices without tensors
+
     return GpuArrayType(dtype, broadcastable, device).make_variable(name)

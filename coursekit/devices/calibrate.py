@@ -8,7 +8,9 @@ are on no datasheet at all (pageable copy speed, launch latency, the cost of
 memory bandwidth     device-to-device copies of 4 MiB ... 256 MiB, fitted
 host link            ``cupy.asarray`` / ``.get()`` of NumPy (pageable) and
                      page-locked (pinned) buffers, 64 KiB ... 64 MiB, fitted
-launch latency       an empty kernel, launched and synchronised, many times
+launch latency       an empty kernel, launched and synchronised, many times;
+                     and 100 queued before one synchronisation (the difference
+                     is the synchronisation's own cost)
 peak FLOP/s          large float32 / float64 / float16 matrix products
 allocation           ``cudaMalloc`` + ``cudaFree`` of 256 KiB and 4 MiB; CuPy's pool
 SMs, threads/SM      the device's properties
@@ -76,7 +78,7 @@ def build_spec(measured, key=None):
         fp16_flops=peaks.get("float16", peaks["float32"]),
         memory_bandwidth=bandwidth, link_pageable=pageable, link_pinned=pinned,
         link_latency=(link_lat_pageable + link_lat_pinned) / 2,
-        launch_latency=float(np.min(measured["launch_seconds"])),
+        launch_latency=_launch_and_sync(measured)[0], sync_latency=_launch_and_sync(measured)[1],
         sm_count=int(measured["sm_count"]), threads_per_sm=int(measured["threads_per_sm"]),
         alloc_no_pool=float(np.min(measured["malloc_seconds"])), alloc_pool=float(np.min(measured["pool_seconds"])),
         alloc_no_pool_small=float(np.min(measured["malloc_small_seconds"])),
@@ -84,6 +86,15 @@ def build_spec(measured, key=None):
         sources=(f"measured by `python -m coursekit calibrate` on {name}, {measured.get('date', '')}",
                  "bandwidths: least-squares fit of latency + bytes/bandwidth on the best of repeats per size",
                  "peak FLOP/s: large matrix products through cuBLAS (float16 may use tensor cores)"))
+
+
+def _launch_and_sync(measured):
+    """(launch, sync): a queued launch, and what synchronising adds (older measurements: all launch)."""
+    synced = float(np.min(measured["launch_seconds"]))
+    if "launch_queued_seconds" not in measured:
+        return synced, 0.0
+    queued = min(float(np.min(measured["launch_queued_seconds"])), synced)
+    return queued, synced - queued
 
 
 # ----------------------------------------------------------------- measuring (needs CuPy and a GPU)
@@ -157,7 +168,10 @@ def measure(repeats=5, progress=print):
     cupy.cuda.Device().synchronize()
     out["launch_seconds"] = _host_seconds(lambda: (empty((1,), (1,), ()), cupy.cuda.Device().synchronize()),
                                           repeats * 20)
-    progress("  kernel launch latency: done")
+    queued = 100  # launches queued back to back, one synchronisation at the end: the caller's cost per launch
+    out["launch_queued_seconds"] = [s / queued for s in _host_seconds(
+        lambda: ([empty((1,), (1,), ()) for _ in range(queued)], cupy.cuda.Device().synchronize()), repeats)]
+    progress("  kernel launch latency (synchronised, queued): done")
 
     out["gemm_flops"] = {}
     for dtype, n in (("float32", 4096), ("float64", 2048), ("float16", 4096)):
@@ -193,9 +207,14 @@ def describe(spec):
         f"  memory bandwidth   {spec.memory_bandwidth / 1e9:8.1f} GB/s",
         f"  host link          {spec.link_pageable / 1e9:8.1f} GB/s pageable, {spec.link_pinned / 1e9:.1f} GB/s "
         f"pinned, {spec.link_latency * 1e6:.1f} µs latency",
-        f"  kernel launch      {spec.launch_latency * 1e6:8.1f} µs",
+        f"  kernel launch      {spec.launch_latency * 1e6:8.1f} µs queued, "
+        f"+{spec.sync_latency * 1e6:.1f} µs to synchronise",
         f"  peak FLOP/s        {spec.fp32_flops / 1e12:8.2f} TF float32, {spec.fp64_flops / 1e12:.2f} TF float64, "
-        f"{spec.fp16_flops / 1e12:.2f} TF float16",
+        f"{spec.fp16_flops / 1e12:.2f} TF float16"
+        + (f"; tensor cores {spec.fp16_tensor_flops / 1e12:.0f} TF float16" if spec.fp16_tensor_flops else ""),
         f"  allocation         {spec.alloc_no_pool * 1e6:8.1f} µs cudaMalloc+cudaFree of 4 MiB, "
         f"{spec.alloc_no_pool_small * 1e6:.1f} µs of 256 KiB, {spec.alloc_pool * 1e6:.1f} µs from the pool",
-        f"  SMs                {spec.sm_count:8d} x {spec.threads_per_sm} resident threads"])
+        f"  SMs                {spec.sm_count:8d} x {spec.threads_per_sm} resident threads",
+        f"  error band         {presets.band_text(spec)}"
+        + (f" (measured / modelled on the project's corpus; {presets.band_text(spec, True)} with host copies "
+           ">= 32 MiB)" if spec.band else " (no measured corpus for this preset)")])

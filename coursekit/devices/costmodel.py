@@ -23,9 +23,14 @@ How a node's time is modelled, and why so simply:
   about 1 µs from a memory pool; without one, ``cudaMalloc + cudaFree``,
   whose cost depends on the size (tiny buffers are cheap, over 512 KiB dear);
 * a view (dimshuffle, reshape, basic indexing) costs nothing;
-* nothing overlaps: the profiler synchronises after each op (as Theano's
-  ``CUDA_LAUNCH_BLOCKING=1`` profiles did), so the modelled ops run one after
-  another.  Real asynchronous runs can hide launch latency behind host work.
+* a **launch** costs the caller ``launch_latency`` (what queuing one CuPy
+  kernel costs on the host), a **synchronisation** ``sync_latency`` more;
+  a profile synchronises after each op (as Theano's ``CUDA_LAUNCH_BLOCKING=1``
+  profiles did), so a node's modelled time is its parts one after another.
+  A whole call (:mod:`coursekit.modelled`) overlaps them where CUDA does:
+  a call that ends with a copy to the host waits for its kernels, one that
+  leaves its results on the device does not, and in a loop the host's next
+  call then runs while the GPU works.
 
 A modelled figure is a prediction and is always labelled ``modelled (<card>)``.
 A call's modelled time is its *measured* host overhead (the Python dispatch
@@ -40,7 +45,7 @@ from dataclasses import dataclass
 
 from ..config import config
 from ..work import Work, work_of
-from . import presets
+from . import current, presets  # (the package never imports this module, so it is complete here)
 
 
 @dataclass(frozen=True)
@@ -99,9 +104,23 @@ class CostModel:
         """Roofline time of the kernels in ``work`` (no launch latency), and what bounds it."""
         s = self.spec
         memory = work.bytes / (s.memory_bandwidth * s.memory_efficiency)
-        compute = work.flops / (s.peak_flops(work.dtype) * s.compute_efficiency)
+        compute = work.flops / (s.peak_flops(work.dtype, tensor=bool(work.matrix)) * s.compute_efficiency)
         _, fill = self.waves(work)
         return max(memory, compute) / fill, ("compute" if compute > memory else "memory")
+
+    def counted_kernel_time(self, counts, flops=0.0, dtype="float32", threads=0):
+        """Roofline time of one launch priced by what its warps *moved*, from the CUDA emulator's warp
+        counts (``SourceModule(..., counts=True)``, then ``kernel.counts``): every 32-byte sector a warp
+        request touched is memory traffic, so an uncoalesced kernel that uses one float per sector pays
+        for eight.  Caches are not modelled (a sector read by two requests is paid twice): an upper bound
+        for kernels that re-read the same data, close for kernels that stream it.  Returns
+        ``(seconds, bound, work)``."""
+        loads = sum(t.sectors for t in counts.loads.values()) * SECTOR_BYTES
+        stores = sum(t.sectors for t in counts.stores.values()) * SECTOR_BYTES
+        work = Work(flops=float(flops), bytes_read=loads, bytes_written=stores, launches=1,
+                    threads=int(threads), dtype=str(dtype))
+        seconds, bound = self.kernel_time(work)
+        return seconds, bound, work
 
     def transfer_time(self, nbytes, pinned=None):
         """One copy over the host link (either direction: PCIe is symmetric)."""
@@ -121,6 +140,15 @@ class CostModel:
 
     def launch_time(self, launches=1):
         return launches * self.spec.launch_latency
+
+    def sync_time(self, syncs=1):
+        """The round trip of ``syncs`` synchronisations (waiting for the queued work is not included)."""
+        return syncs * self.spec.sync_latency
+
+    @property
+    def band_text(self):
+        """The preset's error band from the measured corpus ('-20%/+26%'), or 'uncalibrated'."""
+        return presets.band_text(self.spec)
 
     def cost(self, work, allocations=0):
         """A :class:`NodeCost` for ``work`` plus ``allocations`` fresh device buffers."""
@@ -164,6 +192,7 @@ class CostModel:
 
 
 TINY_BUFFER, SMALL_BUFFER = 2 * 1024, 512 * 1024  # cudaMalloc's cost steps (see presets._MALLOC)
+SECTOR_BYTES = 32  # the unit a warp's global-memory request is served in (coursekit.cuda.warp_counts)
 GEMM_TILES = (128, 64, 32)  # output tile edges of cuBLAS-style matrix-product kernels
 
 
@@ -205,8 +234,6 @@ def model_for(device=None):
     Otherwise: the preset named by ``config.gpu_model``.
     """
     if device is None:
-        from . import current  # the package imports this module lazily, never at its own import
-
         device = current()
     attached = getattr(device, "model", None)
     if attached is not None:

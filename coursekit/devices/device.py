@@ -29,6 +29,7 @@ module name or a label string.  CuPy is imported by :class:`CudaDevice` only.
 """
 from __future__ import annotations
 
+import importlib
 import time
 
 import numpy as np
@@ -37,7 +38,6 @@ from ..config import config
 from ..graph import warn_at_user_line
 from .handles import handing_out, handle_class
 from .simarray import DEVICE_LABEL, SimArray
-from .types import GpuArrayType
 
 
 class DeviceError(RuntimeError):
@@ -96,6 +96,9 @@ class Device:
     array_type = np.ndarray  # what this device's memory looks like from Python
     raw_kernels = "emulator"  # how coursekit.cuda runs hand-written CUDA C for this device
     model = None            # a cost model attached to this device object (see the module docstring)
+    blas = None             # a BLAS module shaped like cupy.cublas (gemm, gemv into given buffers), or None
+    wraps_arrays = False    # True where device arrays wrap the xp arrays kernels compute on (wrap/unwrap do work)
+    fast_input_type = None  # a class whose instances (that exact type) are surely this device's memory, or None
 
     # -- memory ---------------------------------------------------------------
     def is_device_array(self, value) -> bool:
@@ -170,6 +173,8 @@ class GPUDevice(Device):
     def initial_shared(self, host_value, ttype):
         """float32 values move to the device; float64 stays on the host (with a warning)."""
         if ttype.dtype == "float32":
+            from .types import GpuArrayType  # a tensor type: coursekit.cuda uses devices without tensors
+
             return self.to_device(host_value), GpuArrayType(ttype.dtype, ttype.broadcastable, self)
         if ttype.dtype == "float64":
             float64_on_gpu(f"a float64 shared variable of shape {host_value.shape} stays in host memory")
@@ -187,6 +192,14 @@ class SimDevice(GPUDevice):
     label = DEVICE_LABEL
     simulated = True
     array_type = SimArray
+    wraps_arrays = True
+    fast_input_type = SimArray
+    timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
+
+    def synchronize(self):
+        """Nothing is queued on the simulated GPU itself; an attached modelled timeline is synchronised."""
+        if self.timeline is not None:
+            self.timeline.synchronize()
 
     def is_device_array(self, value):
         return type(value) is SimArray
@@ -237,6 +250,9 @@ class CudaDevice(GPUDevice):
         self.label = f"GPU {index}: {self.card} (CuPy)"
         self.array_type = cupy.ndarray
         self.handle_class = handle_class(cupy.ndarray)  # numpy.asarray(result) copies home, as in Theano
+        self.blas = importlib.import_module(f"{cupy.__name__}.cublas")  # GEMM/GEMV: one cuBLAS call each
+        # with one GPU a cupy.ndarray is surely its memory: a function's input check is then one type test
+        self.fast_input_type = cupy.ndarray if cupy.cuda.runtime.getDeviceCount() == 1 else None
         self._kernels = {}
 
     def is_device_array(self, value):
@@ -282,7 +298,7 @@ class CudaDevice(GPUDevice):
 
     def elementwise(self, scalar_op, input_dtypes, output_dtype):
         """ONE generated CUDA kernel (``cupy.ElementwiseKernel``) for the whole scalar expression."""
-        from .kernels import elementwise_kernel_parts
+        from ..scalar.cuda_codegen import elementwise_kernel_parts  # coursekit.cuda never needs it
 
         key = (scalar_op, tuple(input_dtypes), output_dtype)
         kernel = self._kernels.get(key)

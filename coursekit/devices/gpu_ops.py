@@ -31,6 +31,7 @@ from .types import GpuArrayType
 
 class GpuOp(Op):
     """What every op on a GPU device shares: the CPU op it was made from, and its device."""
+    verified_outputs = True
 
     __props__ = ("cpu_op", "device_name")
     device = "gpu"
@@ -54,6 +55,10 @@ class GpuOp(Op):
         """Does input ``position`` stay in host memory?  As the CPU op declares."""
         return self.cpu_op.host_input(position, var)
 
+    def _scalar_argument(self, var):
+        """A 0-d host value that this op's kernels take as a scalar argument (placement's host_scalars rule)."""
+        return getattr(self.cpu_op, "scalar_arguments", False) and var.type.ndim == 0
+
     def grad(self, inputs, output_grads):
         """The CPU op's gradient (a twin built by user code, e.g. ``gpu_contiguous``, is differentiated before
         placement; placement then moves the gradient's nodes like any others)."""
@@ -65,7 +70,7 @@ class GpuOp(Op):
     def make_node(self, *inputs):
         """The CPU op's output types, in this device's memory; device inputs must already be on the device."""
         for k, var in enumerate(inputs):
-            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var):
+            if not isinstance(var.type, GpuArrayType) and not self.host_input(k, var) and not self._scalar_argument(var):
                 raise TypeError(f"{self}: input {k} ({var}) is not on the device; insert GpuFromHost first")
         stand_ins = [v.type.host_type().make_variable() if isinstance(v.type, GpuArrayType) else v for v in inputs]
         cpu_node = self.cpu_op.make_node(*stand_ins)
@@ -88,6 +93,15 @@ class GpuOp(Op):
         """
         device = self.target
         kernel = self.cpu_op.device_kernel(device, node)
+        if not device.wraps_arrays:
+            # the device's arrays ARE the xp arrays (CuPy's): the kernel reads the cells' values and stores its
+            # results in the cells themselves, finding the previous buffers there -- no per-call wrapping
+            in_cells, out_cells = tuple(in_cells), list(out_cells)
+
+            def direct():
+                kernel([c[0] for c in in_cells], out_cells)
+
+            return direct
         cells = [(c, isinstance(v.type, GpuArrayType)) for c, v in zip(in_cells, node.inputs)]
         unwrap, wrap, is_mine = device.unwrap, device.wrap, device.is_device_array
 
@@ -123,7 +137,7 @@ def gpu_twin(cpu_class):
         doc = (f"{owner.__name__} on a GPU device (made by gpu_twin from {owner.__module__}.{owner.__name__}; "
                "it runs that class's code on the device's arrays).")
         twin = _TWINS[owner] = type(owner.gpu_name, (base,), {"__doc__": doc, "__module__": __name__,
-                                                             "cpu_class": owner})
+                                                             "cpu_class": owner, "verified_outputs": True})
     return twin
 
 
@@ -156,6 +170,7 @@ class GpuCustomOp(GpuOp):
     function runs on a GPU device.  (An op written against ``xp`` needs none of
     this: see :mod:`coursekit.tensor.xpop`.)
     """
+    verified_outputs = True
 
     def __str__(self):
         return f"Gpu{self.cpu_op}"

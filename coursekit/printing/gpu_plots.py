@@ -17,7 +17,8 @@ import numpy as np
 
 from ..devices import costmodel, presets
 
-PART_COLOURS = {"alloc": "#8d6e63", "launch": "#9e9e9e", "kernel": "#4527a0", "transfer": "#c62828"}
+PART_COLOURS = {"alloc": "#8d6e63", "launch": "#9e9e9e", "kernel": "#4527a0", "transfer": "#c62828",
+                "sync": "#f9a825"}
 
 
 def roofline_points(call):
@@ -37,8 +38,21 @@ def roof(spec, intensity, dtype="float32"):
     return np.minimum(spec.peak_flops(dtype), np.asarray(intensity, dtype=float) * spec.memory_bandwidth)
 
 
-def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype="float32", label=None):
-    """Roofs of ``gpu_models`` and ``points`` (from :func:`roofline_points`, or dicts with the same keys)."""
+def tensor_roof(spec, intensity, dtype="float16"):
+    """The roof of a matrix product on the tensor cores (``None`` when the card has none for ``dtype``)."""
+    peak = spec.peak_flops(dtype, tensor=True)
+    if peak == spec.peak_flops(dtype):
+        return None
+    return np.minimum(peak, np.asarray(intensity, dtype=float) * spec.memory_bandwidth)
+
+
+def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype="float32", label=None,
+                  tensor_dtype="float16"):
+    """Roofs of ``gpu_models`` and ``points`` (from :func:`roofline_points`, or dicts with the same keys).
+
+    Cards with tensor cores get a second, dashed roof: matrix products in ``tensor_dtype`` (None: no
+    tensor roofs) run on them, up to several times the vector units' peak; nothing else does.
+    """
     import matplotlib.pyplot as plt
 
     made_figure = ax is None
@@ -51,12 +65,17 @@ def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype
                                                             f"{spec.peak_flops(dtype) / 1e12:.1f} TFLOP/s")
         ridge = spec.peak_flops(dtype) / spec.memory_bandwidth
         ax.axvline(ridge, color=line.get_color(), lw=0.6, ls=":")
+        tensor = tensor_roof(spec, x, tensor_dtype) if tensor_dtype else None
+        if tensor is not None:
+            ax.loglog(x, tensor, "--", color=line.get_color(), lw=1,
+                      label=f"{spec.key}: {tensor_dtype} matrix products on tensor cores, "
+                            f"{spec.peak_flops(tensor_dtype, tensor=True) / 1e12:.0f} TFLOP/s")
     for p in points:
         ax.loglog([p["intensity"]], [p["flops_per_s"]], "o", color="black")
         ax.annotate(p["name"], (p["intensity"], p["flops_per_s"]), fontsize=7, xytext=(4, -10),
                     textcoords="offset points")
     ax.set_xlabel("arithmetic intensity (FLOPs per byte of device memory traffic)")
-    ax.set_ylabel(f"{dtype} FLOP/s")
+    ax.set_ylabel(f"{dtype} FLOP/s (dashed: {tensor_dtype} tensor cores)" if tensor_dtype else f"{dtype} FLOP/s")
     ax.set_title(label or f"Roofline (datasheet peaks); points: {costmodel.model_for().label}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
     if made_figure:
@@ -65,7 +84,8 @@ def plot_roofline(points=(), gpu_models=("gtx580", "t4", "h100"), ax=None, dtype
 
 
 def timeline(call):
-    """``[(start, end, part, op name)]`` in seconds from the call's start: the modelled ops one after another."""
+    """``[(start, end, part, op name)]`` in seconds from the call's start: the modelled ops one after another,
+    then the call's synchronisation if it has one (a profile's view: nothing overlaps)."""
     spans, now = [], 0.0
     for i, (node, cost) in enumerate(call.rows):
         for part in ("alloc", "launch", "kernel", "transfer"):
@@ -73,6 +93,8 @@ def timeline(call):
             if seconds:
                 spans.append((now, now + seconds, part, f"{i}: {node.op}"))
                 now += seconds
+    if call.parts.get("sync"):  # the call waits for the GPU once (its copy to the host)
+        spans.append((now, now + call.parts["sync"], "sync", "synchronise"))
     return spans
 
 

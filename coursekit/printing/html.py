@@ -19,6 +19,7 @@ from html import escape
 from ..modelled import price_nodes
 from ..profiling import format_time, op_kind
 from .layout import short_type
+from .picture import pydotprint
 
 MAX_PICTURE_NODES = 60
 _KIND_COLOURS = {"cpu": "#e65100", "gpu": "#4527a0", "transfer": "#c62828"}
@@ -26,8 +27,6 @@ _KIND_COLOURS = {"cpu": "#e65100", "gpu": "#4527a0", "transfer": "#c62828"}
 
 def function_html(f):
     """HTML for ``Function._repr_html_``: header, toposort table, picture, generated source."""
-    from .picture import pydotprint
-
     nodes = list(getattr(f, "nodes", None) or f.maker.fgraph.toposort())
     kinds = [op_kind(node.op) for node in nodes]
     counts = {k: kinds.count(k) for k in ("cpu", "gpu", "transfer") if k in kinds}

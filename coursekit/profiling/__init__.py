@@ -38,6 +38,7 @@ import atexit
 import sys
 import weakref
 
+from .. import wiring
 from ..config import config
 from ..devices.costmodel import model_for
 from .records import KIND_NAMES, KINDS, _FunctionRecord, op_kind  # noqa: F401 (op_kind: importers read it here)
@@ -193,15 +194,11 @@ class ProfileStats:
         """
         if not self.has_device_ops:
             return {}
-        from ..modelled import modelled_apply_times
-
-        return modelled_apply_times(self, model)
+        return wiring.get("modelled").modelled_apply_times(self, model)
 
     def modelled_line(self, model=None):
         """The CPU/GPU/transfer line with GPU and transfer ops *modelled* on ``config.gpu_model``."""
-        from ..modelled import modelled_device_line
-
-        return modelled_device_line(self, model)
+        return wiring.get("modelled").modelled_device_line(self, model)
 
     def notes(self):
         """Sentences every view prints: the device, the warm-up rule, the simulation caveat."""
@@ -261,9 +258,7 @@ class ProfileStats:
 
     # ---------------------------------------------------------------- views
     def summary_text(self, n_ops_to_print=20, n_apply_to_print=20):
-        from ..printing.profile_view import summary_text
-
-        return summary_text(self, n_ops_to_print, n_apply_to_print) + self.loop_text()
+        return wiring.get("profile_view").summary_text(self, n_ops_to_print, n_apply_to_print) + self.loop_text()
 
     def summary(self, file=None, n_ops_to_print=20, n_apply_to_print=20):
         """Print Theano's summary (Function, Class, Ops, Apply, CPU/GPU/transfer line).
@@ -279,16 +274,13 @@ class ProfileStats:
     def _repr_html_(self):
         from html import escape
 
-        from ..printing.profile_view import profile_html
-
+        profile_html = wiring.get("profile_view").profile_html
         loops = self.loop_text()
         return profile_html(self) + (f"<pre style='font-size:90%'>{escape(loops)}</pre>" if loops else "")
 
     def plot(self, ax=None, by="class", top=15):
         """Horizontal bar chart of where the time went (``by``: class, op or apply); returns the Axes."""
-        from ..printing.profile_view import plot_profile
-
-        return plot_profile(self, ax=ax, by=by, top=top)
+        return wiring.get("profile_view").plot_profile(self, ax=ax, by=by, top=top)
 
     def __repr__(self):
         return (f"<ProfileStats {self.name or ''}: {len(self.records)} function(s), {self.calls} calls, "

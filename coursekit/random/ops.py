@@ -38,6 +38,7 @@ class MRGUniform(XpOp):
 
     On a GPU device it runs as ``GpuMRGUniform``: the same integer recurrence in device memory, so the same
     numbers as on the host (the size stays a host vector)."""
+    verified_outputs = True
 
     __props__ = ("dtype", "ndim")
     gpu_name = "GpuMRGUniform"
@@ -105,6 +106,7 @@ _METHODS = {
 
 class NumpyRandom(Op):
     """(state, size or nothing, *params) -> (new state, sample): one NumPy Generator call (host only)."""
+    verified_outputs = True
 
     __props__ = ("method", "dtype", "ndim", "has_size")
     fold_constants = False
@@ -147,6 +149,7 @@ class SearchCDF(XpOp):
     ``p`` is a vector (one distribution) or a matrix (one row per draw, with
     ``u`` of shape (rows,) or (rows, draws)).  Written against ``xp``.
     """
+    verified_outputs = True
 
     fold_constants = False
     gpu_name = "GpuSearchCDF"
@@ -173,6 +176,7 @@ class SearchCDF(XpOp):
 
 class OneHot(XpOp):
     """Counts of each category per row: indices (rows, draws) -> (rows, k) (``multinomial``'s output)."""
+    verified_outputs = True
 
     __props__ = ("dtype",)
     gpu_name = "GpuOneHot"

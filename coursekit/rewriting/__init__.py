@@ -57,9 +57,11 @@ class Rewrite:
         return frozenset(self.tags) | {self.stage, self.name, "fast_run"}
 
     def looks_at(self, op):
+        """Is ``op`` one this rewrite tracks?  A GPU twin counts as the CPU op it runs (``op.cpu_op``)."""
         if self.tracks is None:
             return True
-        return any(isinstance(op, t) if isinstance(t, type) else op == t for t in self.tracks)
+        ops = (op, op.cpu_op) if hasattr(type(op), "cpu_class") else (op,)
+        return any(isinstance(o, t) if isinstance(t, type) else o == t for o in ops for t in self.tracks)
 
 
 @dataclass(frozen=True)
@@ -171,20 +173,23 @@ def _local_pass(fgraph, stage, local):
     """
     changed = 0
     fgraph.changes = []
-    by_op_type = {}  # which rewrites look at an op: decided once per op type (unless one tracks op instances)
-    cacheable = all(rw.tracks is None or all(isinstance(t, type) for t in rw.tracks) for rw in local)
+    by_op = {}  # which rewrites look at an op: decided once per op type, or per op where one tracks op instances
+    per_instance = not all(rw.tracks is None or all(isinstance(t, type) for t in rw.tracks) for rw in local)
     queue = deque(fgraph.toposort())
     budget = FIRINGS_PER_NODE * (len(queue) + 100)
     while queue:
         node = queue.popleft()
         if node not in fgraph.apply_nodes:
             continue
-        key = type(node.op)
-        interested = by_op_type.get(key)
+        key = node.op if per_instance else type(node.op)  # ops are equal (and hash) by their __props__
+        try:
+            interested = by_op.get(key)
+        except TypeError:  # an op whose props cannot be hashed: asked afresh
+            key, interested = None, None
         if interested is None:
             interested = [rw for rw in local if rw.looks_at(node.op)]
-            if cacheable:
-                by_op_type[key] = interested
+            if key is not None:
+                by_op[key] = interested
         for rw in interested:
             try:  # (no per-call wrapper: this loop is the hot path of compilation)
                 replacements = rw.fn(fgraph, node)
@@ -244,5 +249,5 @@ def _check_replacement(rw, old, new):
         raise RewriteError(f"rewrite {rw.name} tried to replace {old} ({old.type}) by {new} ({new.type})")
 
 
-# the modules that register rewrites (and, in stabilize, the cost rewrite grad() uses)
+# the modules that register rewrites (stabilize also holds the cost stabilisation grad() asks for)
 from . import algebra, basic, blas, fusion, placement, stabilize  # noqa: E402,F401

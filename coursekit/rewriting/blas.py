@@ -14,19 +14,19 @@ from ..tensor.blas import Dot, Gemm, Gemv
 from ..tensor.elemwise import Elemwise
 from ..tensor.var import constant
 from . import local_rewrite
-from .patterns import elemwise_name, scalar_constant, single_client
+from .patterns import ADD, MUL, NEG, SUB, cpu_scalar_op, scalar_constant, single_client
 
 
 def _scaled(var):
     """(scale, core) for ``c * core`` / ``core * c`` with a scalar constant c, else (1, var)."""
     node = var.owner
-    if elemwise_name(node) == "mul":
+    if cpu_scalar_op(node) == MUL:
         a, b = node.inputs
         for c, core in ((a, b), (b, a)):
             value = scalar_constant(c)
             if value is not None:
                 return value, core
-    if elemwise_name(node) == "neg":
+    if cpu_scalar_op(node) == NEG:
         return -1, node.inputs[0]
     return 1, var
 
@@ -40,15 +40,15 @@ def _dot_node(fgraph, var):
     return None
 
 
-@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise])
+@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise(ADD), Elemwise(SUB)])
 def dot_plus_to_gemm(fgraph, node):
     """alpha*dot(x, y) + beta*z  (or minus)  ->  Gemm/Gemv(z, alpha, x, y, beta)"""
-    name = elemwise_name(node)
-    if name not in ("add", "sub"):
+    op = cpu_scalar_op(node)
+    if op not in (ADD, SUB):
         return None
     out = node.outputs[0]
     left, right = node.inputs
-    s = 1 if name == "add" else -1
+    s = 1 if op == ADD else -1
     # out = left + s*right: try the dot on either side
     for dot_side, z_side, dot_sign, z_sign in ((left, right, 1, s), (right, left, s, 1)):
         if not single_client(fgraph, dot_side):
@@ -85,7 +85,7 @@ def gemm_inplace(fgraph, node):
     return [type(op)(inplace=True)(*node.inputs)]
 
 
-@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise])
+@local_rewrite("specialize", "gemm", "blas", tracks=[Elemwise(ADD), Elemwise(SUB)])
 def fold_into_gemv(fgraph, node):
     """u - c*Gemv(u, alpha, x, y, beta)  ->  Gemv(u, -c*alpha, x, y, 1 - c*beta)   (and with +)
 
@@ -93,13 +93,13 @@ def fold_into_gemv(fgraph, node):
     itself, then an elementwise pass; folding the step into the Gemv's scalars leaves
     one BLAS call and no extra pass over ``w``.
     """
-    name = elemwise_name(node)
-    if name not in ("add", "sub"):
+    op = cpu_scalar_op(node)
+    if op not in (ADD, SUB):
         return None
     left, right = node.inputs
-    sign = 1 if name == "add" else -1
+    sign = 1 if op == ADD else -1
     for u, scaled, s in ((left, right, sign), (right, left, 1)):
-        if name == "sub" and u is right:
+        if op == SUB and u is right:
             continue  # (c*G) - u is not of the form u + s*c*G
         scale, core = _scaled(scaled)
         gemv = core.owner

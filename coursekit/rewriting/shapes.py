@@ -20,7 +20,7 @@ from ..tensor.elemwise import Elemwise
 from ..tensor.reduction import NumElements
 from ..tensor.shape import Shape
 from . import local_rewrite
-from .patterns import elemwise_name
+from .patterns import SECOND, scalar_op_of
 
 SHAPE_WALK_LIMIT = 64
 
@@ -30,6 +30,7 @@ class CheckedShape(Op):
     all inputs agree in every dimension their types do not declare broadcastable -- the check
     the elementwise op they came from would have made.  Reads shapes only (device arrays stay
     where they are)."""
+    verified_outputs = True
 
     __props__ = ("inner",)
     shape_only = True
@@ -135,7 +136,7 @@ def _read_for_shape_only(fgraph, var):
 def _reads_values(client, i):
     if client == "output":
         return True
-    return not (getattr(client.op, "shape_only", False) or (elemwise_name(client) == "second" and i == 0))
+    return not (getattr(client.op, "shape_only", False) or (scalar_op_of(client) == SECOND and i == 0))
 
 
 def _values_needed(fgraph, var, unknown):

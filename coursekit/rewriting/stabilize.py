@@ -10,67 +10,37 @@ exactly 0 or 1, and ``log`` returns -inf.  Canonicalisation has already
 turned ``p_1`` into ``sigmoid(z)`` and ``1 - p_1`` into ``sigmoid(-z)``;
 here ``log(sigmoid(z))`` becomes ``-softplus(-z)``, which is finite for
 every finite z.  :func:`stabilize_graph` applies the same rewrites *before*
-differentiation (it is registered with
-:func:`coursekit.gradient.register_cost_rewrite`), so the gradients are finite too.
+differentiation (:func:`coursekit.gradient.stabilized` calls it: gradient sits above rewriting), so the
+gradients are finite too.
 """
 from __future__ import annotations
 
 from ..fgraph import FunctionGraph
-from ..gradient import register_cost_rewrite
 from ..graph import clone_replace, graph_inputs
 from ..tensor import math as M
 from ..tensor.elemwise import Elemwise
 from . import _DB, local_rewrite, run_stage
-from .patterns import (elemwise_name, is_constant, one_plus_exp, producer, same_layout, single_client,
-                       with_dtype)
+from .patterns import (ADD, EXP, LOG, LOG1P, MUL, NEG, SIGMOID, SOFTPLUS, SUB, cpu_scalar_op, is_constant,
+                       pattern_rewrite, producer, same_layout, single_client, with_dtype)
 
 
-@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
-def log_sigmoid(fgraph, node):
-    """log(sigmoid(x)) -> -softplus(-x)   (and log(sigmoid(-x)) -> -softplus(x))"""
-    if elemwise_name(node) != "log":
-        return None
-    inner = producer(node.inputs[0], "sigmoid")
-    if inner is None:
-        return None
-    arg = inner.inputs[0]
-    negated = producer(arg, "neg")
-    result = M.neg(M.softplus(negated.inputs[0] if negated is not None else M.neg(arg)))
-    return [result] if same_layout(result, node.outputs[0]) else None
+pattern_rewrite("stabilize", "stabilize", name="log_sigmoid", rules=[
+    ((LOG, (SIGMOID, (NEG, "x"))), (NEG, (SOFTPLUS, "x"))),
+    ((LOG, (SIGMOID, "x")), (NEG, (SOFTPLUS, (NEG, "x"))))],
+    doc="log(sigmoid(x)) -> -softplus(-x)   (and log(sigmoid(-x)) -> -softplus(x))")
+
+pattern_rewrite("stabilize", "stabilize", name="log_one_minus_sigmoid", rules=[
+    ((LOG, (SUB, 1, (SIGMOID, "x"))), (NEG, (SOFTPLUS, "x")))],
+    doc="log(1 - sigmoid(x)) -> -softplus(x)")
+
+pattern_rewrite("stabilize", "stabilize", name="log_one_plus_exp", rules=[
+    ((LOG1P, (EXP, "x")), (SOFTPLUS, "x")),
+    ((LOG, (ADD, 1, (EXP, "x"))), (SOFTPLUS, "x")),
+    ((LOG, (ADD, (EXP, "x"), 1)), (SOFTPLUS, "x"))],
+    doc="log(1 + exp(x)) and log1p(exp(x)) -> softplus(x)")
 
 
-@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
-def log_one_minus_sigmoid(fgraph, node):
-    """log(1 - sigmoid(x)) -> -softplus(x)"""
-    if elemwise_name(node) != "log":
-        return None
-    sub = producer(node.inputs[0], "sub")
-    if sub is None or not is_constant(sub.inputs[0], 1):
-        return None
-    inner = producer(sub.inputs[1], "sigmoid")
-    if inner is None:
-        return None
-    result = M.neg(M.softplus(inner.inputs[0]))
-    return [result] if same_layout(result, node.outputs[0]) else None
-
-
-@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
-def log_one_plus_exp(fgraph, node):
-    """log(1 + exp(x)) and log1p(exp(x)) -> softplus(x)"""
-    name = elemwise_name(node)
-    if name == "log1p":
-        inner = producer(node.inputs[0], "exp")
-    elif name == "log":
-        inner = one_plus_exp(node.inputs[0])
-    else:
-        return None
-    if inner is None:
-        return None
-    result = M.softplus(inner.inputs[0])
-    return [result] if same_layout(result, node.outputs[0]) else None
-
-
-@local_rewrite("stabilize", "stabilize", tracks=[Elemwise])
+@local_rewrite("stabilize", "stabilize", tracks=[Elemwise(op) for op in (ADD, SUB, NEG)])
 def logistic_cross_entropy(fgraph, node):
     """c*softplus(-z) + (1-c)*softplus(z) -> softplus(z) - c*z, inside any sum of terms.
 
@@ -81,7 +51,7 @@ def logistic_cross_entropy(fgraph, node):
     was six (W3).  ``softplus_minus_linear`` then computes the value in an order that keeps its
     relative accuracy.  Fires only at the outermost node of the sum.
     """
-    if elemwise_name(node) not in _LINEAR or _inside_a_larger_sum(fgraph, node):
+    if cpu_scalar_op(node) not in _LINEAR or _inside_a_larger_sum(fgraph, node):
         return None
     terms = _signed_terms(node.outputs[0])
     if terms is None:
@@ -98,13 +68,13 @@ def logistic_cross_entropy(fgraph, node):
     return [with_dtype(result, out.type.dtype)] if same_layout(result, out) else None
 
 
-_LINEAR = ("add", "sub", "neg")
+_LINEAR = (ADD, SUB, NEG)
 _MAX_TERMS = 16
 
 
 def _inside_a_larger_sum(fgraph, node):
     clients = fgraph.clients.get(node.outputs[0], [])
-    return len(clients) == 1 and clients[0][0] != "output" and elemwise_name(clients[0][0]) in _LINEAR
+    return len(clients) == 1 and clients[0][0] != "output" and cpu_scalar_op(clients[0][0]) in _LINEAR
 
 
 def _signed_terms(var):
@@ -112,12 +82,12 @@ def _signed_terms(var):
     terms, stack = [], [(1, var)]
     while stack:
         sign, v = stack.pop()
-        name = elemwise_name(v.owner)
-        if name == "add":
+        op = cpu_scalar_op(v.owner)
+        if op == ADD:
             stack += [(sign, v.owner.inputs[1]), (sign, v.owner.inputs[0])]
-        elif name == "sub":
+        elif op == SUB:
             stack += [(-sign, v.owner.inputs[1]), (sign, v.owner.inputs[0])]
-        elif name == "neg":
+        elif op == NEG:
             stack.append((-sign, v.owner.inputs[0]))
         else:
             terms.append((sign, v))
@@ -128,13 +98,12 @@ def _signed_terms(var):
 
 def _softplus_factor(sign, term):
     """(sign, coefficient, softplus node) for ``c * (+-softplus(u))`` or a lone ``+-softplus(u)``."""
-    name = elemwise_name(term.owner)
-    factors = term.owner.inputs if name == "mul" else [term]
+    factors = term.owner.inputs if cpu_scalar_op(term.owner) == MUL else [term]
     for k, f in enumerate(factors):
         s = sign
-        while producer(f, "neg") is not None:
+        while producer(f, NEG) is not None:
             s, f = -s, f.owner.inputs[0]
-        sp = producer(f, "softplus")
+        sp = producer(f, SOFTPLUS)
         if sp is not None:
             others = [g for j, g in enumerate(factors) if j != k]
             return s, (others[0] if others else None), sp
@@ -146,7 +115,7 @@ def _cross_entropy_pair(terms):
     ``sign*c*softplus(-z)`` and ``sign*(1-c)*softplus(z)`` (either coefficient may be the ``1 - ...``)."""
     parts = [_softplus_factor(s, t) if t.owner is not None else None for s, t in terms]
     for i, a in enumerate(parts):
-        negated = producer(a[2].inputs[0], "neg") if a is not None and a[1] is not None else None
+        negated = producer(a[2].inputs[0], NEG) if a is not None and a[1] is not None else None
         if negated is None:
             continue
         z = negated.inputs[0]
@@ -160,23 +129,23 @@ def _cross_entropy_pair(terms):
 
 def _one_minus(var, c):
     """Is ``var`` the expression ``1 - c``?"""
-    node = producer(var, "sub")
+    node = producer(var, SUB)
     return node is not None and node.inputs[1] is c and is_constant(node.inputs[0], 1)
 
 
-@local_rewrite("specialize", "stabilize", tracks=[Elemwise])
+@local_rewrite("specialize", "stabilize", tracks=[Elemwise(SUB)])
 def softplus_minus_linear(fgraph, node):
     """softplus(z) - c*z -> (max(z, 0) - c*z) + log1p(exp(-|z|))   (and c*z - softplus(z) likewise)
 
     The same value in the order PyTorch's and TensorFlow's logistic losses use: for c = 0 or 1 the
     bracket is exact, so a tiny loss keeps its digits (c = 1, z = 100: 3.7e-44, where
     softplus(z) - z rounds to 0).  A specialisation, after gradients were taken from the short form."""
-    if elemwise_name(node) != "sub":
+    if cpu_scalar_op(node) != SUB:
         return None
     a, b = node.inputs
-    sign, sp, linear = (1, producer(a, "softplus"), producer(b, "mul"))
+    sign, sp, linear = (1, producer(a, SOFTPLUS), producer(b, MUL))
     if sp is None:
-        sign, sp, linear = (-1, producer(b, "softplus"), producer(a, "mul"))
+        sign, sp, linear = (-1, producer(b, SOFTPLUS), producer(a, MUL))
     if sp is None or linear is None or not single_client(fgraph, sp.outputs[0]):
         return None
     z = sp.inputs[0]
@@ -189,7 +158,6 @@ def softplus_minus_linear(fgraph, node):
     return [with_dtype(result, out.type.dtype)] if same_layout(result, out) else None
 
 
-@register_cost_rewrite
 def stabilize_graph(outputs):
     """A clone of ``outputs`` with the canonicalize and stabilize stages applied.
 

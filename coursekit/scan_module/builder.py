@@ -196,11 +196,15 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     replace = {}
     state_inner = [_placeholder(v.type, f"{v.name or 'shared'}[t]") for v in state_vars]
     replace.update(zip(state_vars, state_inner))
+    # a step that uses a non-sequence's outer variable itself (Lasagne's do) means the inner copy, as Theano's
+    # givens made it; so strict=True asks only about what lies outside the non-sequences
+    passed = [(v, p) for v, p in zip(nonseqs, nonseq_inner) if not isinstance(v, Constant)]
+    replace.update(passed)
     implicit_outer, implicit_inner = [], []
-    for leaf in graph_inputs(roots + list(updates.values())):
+    for leaf in graph_inputs(roots + list(updates.values()), blockers=[v for v, _ in passed]):
         if id(leaf) in explicit_inner or isinstance(leaf, Constant) or leaf in replace:
             continue
-        if strict:
+        if strict and isinstance(leaf, SharedVariable):  # Theano's strict: "all the shared variables used"
             raise ScanError(f"scan(strict=True): the step function uses {leaf} ({leaf.type}), created at "
                             f"{format_trace(leaf.tag.trace)}, without receiving it; pass it in non_sequences. "
                             f"Called at {format_trace(trace)}")

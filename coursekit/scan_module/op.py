@@ -82,6 +82,7 @@ class ScanInfo:
 
 class Scan(Op):
     """A loop over an inner graph (see the module docstring)."""
+    verified_outputs = True
 
     __props__ = ("uid",)
     fold_constants = False

@@ -6,6 +6,7 @@ nodes: ``T.exp(x)``, ``T.dot(m, x)``, ``x.sum(axis=0)``, ``x[1:]``.
 """
 from __future__ import annotations
 
+from .. import wiring
 from ..config import config
 from . import nnet  # noqa: F401
 from .blas import Dot, Gemm, Gemv  # noqa: F401
@@ -24,9 +25,17 @@ from .construct import (ARange, Alloc, Eye, SpecifyShape, alloc, arange, eye, fi
 from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flatten, join,  # noqa: F401,E402
                         repeat, round, stack, tensordot, tile, xor)
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
+# Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
+from .legacy import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
+                     arctan2, cosh, erf, erfc, exp2, flatnonzero, floor_div, inv, isinf, isnan, log2, log10, nonzero,
+                     patternbroadcast,
+                     power, reciprocal, shape_padaxis, shape_padleft, shape_padright, sign, sinh, squeeze, tan,
+                     trunc, unbroadcast)
+from .cumulative import cumprod, cumsum  # noqa: F401,E402
+from .var import get_vector_length  # noqa: F401,E402
 
 _RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
-          "tensor4": (False,) * 4, "row": (True, False), "col": (False, True)}
+          "tensor4": (False,) * 4, "tensor5": (False,) * 5, "row": (True, False), "col": (False, True)}
 _PREFIXES = {"": None, "f": "float32", "d": "float64", "i": "int32", "l": "int64", "b": "int8",
              "w": "int16", "c": "complex64", "z": "complex128"}
 
@@ -84,28 +93,11 @@ for _plural_name, _rank in (("scalars", "scalar"), ("vectors", "vector"), ("matr
         globals()[_prefix + _plural_name] = _plural(_rank, _dtype)
 
 
-def Rop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``J v`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Rop as _rop
-
-    return _rop(f, wrt, eval_points)
-
-
-def Lop(f, wrt, eval_points):  # noqa: N802 - Theano's name
-    """``v^T J`` (see :mod:`coursekit.rop`)."""
-    from ..rop import Lop as _lop
-
-    return _lop(f, wrt, eval_points)
-
-
-def grad(cost, wrt, **kwargs):
-    """Symbolic gradient (see :func:`coursekit.gradient.grad`)."""
-    from ..gradient import grad as _grad
-
-    return _grad(cost, wrt, **kwargs)
-
-
 def __getattr__(name):
+    # T.grad, T.Rop, T.Lop, T.jacobian, T.hessian: Theano shows them here, but they live above tensor
+    # (coursekit/wiring.py)
+    if name in ("grad", "Rop", "Lop", "jacobian", "hessian"):
+        return wiring.get(name)
     # T.shared_randomstreams loads on first use (it needs the compile package, which needs this one)
     if name in ("shared_randomstreams", "signal"):
         import importlib

@@ -160,6 +160,7 @@ def _describe_value(i):
 class _AdvancedIndexOp(XpOp):
     """What the advanced-indexing ops share: index arrays live with the data (on the GPU when it is there);
     scalar slice bounds and ints stay on the host.  ``first_index``: the position of the first index input."""
+    verified_outputs = True
 
     first_index = 1
 
@@ -169,6 +170,7 @@ class _AdvancedIndexOp(XpOp):
 
 class AdvancedSubtensor(_AdvancedIndexOp):
     """``x[index]`` where the index holds integer or boolean arrays (a copy, as in NumPy)."""
+    verified_outputs = True
 
     __props__ = ("template",)
     gpu_name = "GpuAdvancedSubtensor"
@@ -196,6 +198,7 @@ class AdvancedSubtensor(_AdvancedIndexOp):
 
 class AdvancedIncSubtensor(_AdvancedIndexOp):
     """``x`` with ``y`` added at (or, with ``set_instead_of_inc``, written to) ``x[index]``."""
+    verified_outputs = True
 
     __props__ = ("template", "set_instead_of_inc")
     gpu_name = "GpuAdvancedIncSubtensor"

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..graph import Apply, Constant
 from ..work import matmul_work
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .dimshuffle import reduce_to_broadcast
 from .type import TensorType
 from .var import as_tensor_variable
@@ -22,6 +23,7 @@ def _result_dtype(*vars_):
 
 class Dot(XpOp):
     """``numpy.dot`` on vectors and matrices."""
+    verified_outputs = True
 
     __props__ = ()
     gpu_name = "GpuDot"
@@ -53,8 +55,7 @@ class Dot(XpOp):
         return thunk
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         x, y = inputs
         (gz,) = output_grads
         if x.type.ndim == 1 and y.type.ndim == 1:
@@ -75,6 +76,7 @@ class Gemm(XpOp):
     ``inplace=True`` overwrites the ``z`` buffer (only used by the compiler
     when ``z`` is an intermediate nobody else reads).
     """
+    verified_outputs = True
 
     __props__ = ("inplace",)
     gpu_name = "GpuGemm"
@@ -96,6 +98,14 @@ class Gemm(XpOp):
     def run(self, xp, inputs, output_storage):
         z, alpha, x, y, beta = inputs
         output_storage[0][0] = gemm(xp.dot, z, float(alpha), x, y, float(beta), self.inplace)
+
+    def device_kernel(self, device, node):
+        """On a device with a BLAS library (``device.blas``: cuBLAS on a real GPU), ONE gemm/gemv call into the
+        output buffer, after copying ``z`` there when it is not overwritten in place; else ``run``."""
+        dtypes = {v.type.dtype for v in (node.inputs[0], node.inputs[2], node.inputs[3], node.outputs[0])}
+        if getattr(device, "blas", None) is None or len(dtypes) != 1 or dtypes & {"float32", "float64"} != dtypes:
+            return super().device_kernel(device, node)
+        return blas_call(device.xp, device.blas, self.inplace, node.inputs[3].type.ndim == 1)
 
     def work(self, node, shapes, dtypes):
         """``beta·z + alpha·x·y``: the product's FLOPs plus the scaling; reads z, x, y."""
@@ -146,11 +156,43 @@ class Gemm(XpOp):
 
 class Gemv(Gemm):
     """``z <- beta * z + alpha * dot(A, x)`` with a vector ``x`` (BLAS GEMV)."""
+    verified_outputs = True
 
     gpu_name = "GpuGemv"
 
     def __str__(self):
         return "Gemv{inplace}" if self.inplace else "Gemv{no_inplace}"
+
+
+def blas_call(xp, blas, inplace, vector):
+    """``run(inputs, output_storage)`` of a Gemm/Gemv through a BLAS module shaped like ``cupy.cublas``.
+
+    The product lands in the previous output buffer when it fits (no allocation after the first call);
+    ``z`` is copied there first unless ``beta`` is 0 (BLAS then never reads it) or ``z`` itself is the
+    buffer (in place).
+    """
+    ndarray = xp.ndarray
+
+    def run(inputs, output_storage):
+        z, alpha, x, y, beta = inputs
+        alpha, beta = float(alpha), float(beta)
+        shape = (x.shape[0],) if vector else (x.shape[0], y.shape[1])
+        if inplace and z.shape == shape and z.flags.c_contiguous:
+            out = z
+        else:
+            out = output_storage[0][0]
+            if not (isinstance(out, ndarray) and out.shape == shape and out.dtype == x.dtype
+                    and out.flags.c_contiguous) or out is z:
+                out = xp.empty(shape, x.dtype)
+            if beta != 0:
+                xp.copyto(out, z)
+        if vector:
+            blas.gemv("N", alpha, x, y, beta, out)
+        else:
+            blas.gemm("N", "N", x, y, out=out, alpha=alpha, beta=beta)
+        output_storage[0][0] = out
+
+    return run
 
 
 def gemm(dot, z, alpha, x, y, beta, inplace=False):

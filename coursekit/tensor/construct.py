@@ -29,6 +29,7 @@ def _int_scalar(value, what):
 
 class ARange(XpOp):
     """``arange(start, stop, step)`` as a vector of ``dtype``."""
+    verified_outputs = True
 
     __props__ = ("dtype",)
     gpu_name = "GpuARange"
@@ -68,6 +69,7 @@ def arange(start, stop=None, step=1, dtype=None):
 
 class Alloc(XpOp):
     """``value`` broadcast to a shape (a new array): ``T.alloc(0., n, m)``."""
+    verified_outputs = True
 
     __props__ = ()
     gpu_name = "GpuAlloc"
@@ -148,6 +150,7 @@ def fill(model, value):
 
 class Eye(XpOp):
     """An ``n`` x ``m`` matrix with ones on diagonal ``k``."""
+    verified_outputs = True
 
     __props__ = ("dtype",)
     gpu_name = "GpuEye"
@@ -181,6 +184,7 @@ def identity_like(x):
 
 class SpecifyShape(XpOp):
     """Asserts at run time that ``x`` has the given shape; the output is ``x`` itself (a view)."""
+    verified_outputs = True
 
     view_map = {0: [0]}
     gpu_name = "GpuSpecifyShape"

@@ -8,6 +8,7 @@ over the axes it was broadcast along (:func:`reduce_to_broadcast`).  Theano kept
 from __future__ import annotations
 
 from ..graph import Apply, Constant
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .type import TensorType
 from .var import as_tensor_variable, constant
 from .xpop import XpOp
@@ -19,14 +20,13 @@ def reduce_to_broadcast(grad, var):
     If ``x`` (shape (1, n)) was added to ``y`` (shape (m, n)), each element
     of x was used m times, so its gradient is the sum over axis 0.
     """
-    from .math import cast, sum as tsum
-
+    M = _tensor.math
     axes = [ax for ax, (b_var, b_grad) in enumerate(zip(var.type.broadcastable, grad.type.broadcastable))
             if b_var and not b_grad]
     if axes:
-        grad = tsum(grad, axis=axes, keepdims=True)
+        grad = M.sum(grad, axis=axes, keepdims=True)
     if grad.type.dtype != var.type.dtype and var.type.dtype[0] in "fc":
-        grad = cast(grad, var.type.dtype)
+        grad = M.cast(grad, var.type.dtype)
     return grad
 
 
@@ -48,6 +48,7 @@ class DimShuffle(XpOp):
     axes missing from it are dropped (they must be broadcastable).  The
     output is a *view* of the input, so no data moves.
     """
+    verified_outputs = True
 
     __props__ = ("input_broadcastable", "new_order")
     view_map = {0: [0]}
@@ -146,7 +147,5 @@ class DimShuffle(XpOp):
 
 
 def _sum_x_axes(gz, new_order):
-    from .math import sum as tsum
-
     axes = [i for i, d in enumerate(new_order) if d == "x"]
-    return tsum(gz, axis=axes)
+    return _tensor.math.sum(gz, axis=axes)

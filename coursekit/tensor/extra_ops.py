@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
+from ..scalar.ops import ScalarOp, register, zero_grads
 from . import math as M
 from .elemwise import Elemwise, reduce_to_broadcast
-from .scalar import ScalarOp, _zero_grads, register
 from .type import TensorType, host_like
 from .var import as_tensor_variable, weak_constants
 from .xpop import XpOp, add_at
@@ -33,10 +33,10 @@ def _round_half_even(x, out=None):
     return np.round(x, out=out) if out is not None else np.round(x)
 
 
-ROUND_HALF_AWAY = Elemwise(register(ScalarOp("round_half_away_from_zero", 1, _round_half_away, _zero_grads,
+ROUND_HALF_AWAY = Elemwise(register(ScalarOp("round_half_away_from_zero", 1, _round_half_away, zero_grads,
                                              "round({0})")))
-ROUND_HALF_EVEN = Elemwise(register(ScalarOp("round_half_to_even", 1, _round_half_even, _zero_grads, "rint({0})")))
-XOR = Elemwise(register(ScalarOp("xor", 2, np.bitwise_xor, _zero_grads, "({0} ^ {1})")))
+ROUND_HALF_EVEN = Elemwise(register(ScalarOp("round_half_to_even", 1, _round_half_even, zero_grads, "rint({0})")))
+XOR = Elemwise(register(ScalarOp("xor", 2, np.bitwise_xor, zero_grads, "({0} ^ {1})")))
 
 
 def round(a, mode=None):  # noqa: A001 - Theano's name
@@ -71,6 +71,7 @@ def _constant_ints(value, what):
 
 class Tile(XpOp):
     """``numpy.tile`` with constant repetitions."""
+    verified_outputs = True
 
     __props__ = ("reps",)
     gpu_name = "GpuTile"
@@ -95,6 +96,7 @@ class Tile(XpOp):
 
 class TileGrad(XpOp):
     """Sum the tiles of ``gz`` back onto one copy of ``x``'s shape."""
+    verified_outputs = True
 
     __props__ = ("reps",)
     gpu_name = "GpuTileGrad"
@@ -132,6 +134,7 @@ def tile(x, reps, ndim=None):
 
 class Repeat(XpOp):
     """``numpy.repeat(x, repeats, axis)``; ``repeats`` is an int scalar or int vector input."""
+    verified_outputs = True
 
     __props__ = ("axis",)
     gpu_name = "GpuRepeat"
@@ -163,6 +166,7 @@ class Repeat(XpOp):
 
 class RepeatGrad(XpOp):
     """Add up the copies that ``repeat`` made of each element."""
+    verified_outputs = True
 
     __props__ = ("axis",)
     gpu_name = "GpuRepeatGrad"
@@ -272,6 +276,7 @@ def nd_dot(a, b):
 
 class BatchedDot(XpOp):
     """``matmul`` of stacks of matrices: (B, n, m) x (B, m, p) -> (B, n, p)."""
+    verified_outputs = True
 
     gpu_name = "GpuBatchedDot"
 
@@ -313,3 +318,8 @@ def batched_dot(a, b):
     if b.type.ndim == 2:
         return out.dimshuffle(0, 1)
     return out
+
+
+# Theano's other extra_ops names, kept in their own modules
+from .cumulative import CumOp, cumprod, cumsum, to_one_hot  # noqa: E402,F401
+from .legacy import squeeze  # noqa: E402,F401

@@ -5,15 +5,18 @@ compiled and called.  Names follow Theano (and NumPy where Theano did).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
-from . import scalar
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
+from ..scalar import ops as scalar_ops
 from .blas import Dot
 from .elemwise import DimShuffle, Elemwise
 from .reduction import Max, Min, NumElements, Prod, Sum, normalize_axis
 from .shape import Join, MakeVector, Reshape, Shape
 from .subtensor import make_subtensor
-from .var import as_tensor_variable, constant, weak_constants
+from .var import as_tensor_variable, constant, get_vector_length, weak_constants
 
 _ELEMWISE_CACHE: dict = {}
 
@@ -22,7 +25,7 @@ def elemwise_op(name) -> Elemwise:
     """The (shared, cached) Elemwise op for a scalar op name."""
     op = _ELEMWISE_CACHE.get(name)
     if op is None:
-        op = _ELEMWISE_CACHE[name] = Elemwise(scalar.get(name))
+        op = _ELEMWISE_CACHE[name] = Elemwise(scalar_ops.get(name))
     return op
 
 
@@ -57,7 +60,7 @@ def cast(x, dtype):
     dtype = np.dtype(dtype).name
     if x.type.dtype == dtype:
         return x
-    return Elemwise(scalar.Cast(dtype))(x)
+    return Elemwise(scalar_ops.Cast(dtype))(x)
 
 
 def clip(x, lo, hi):
@@ -100,11 +103,15 @@ def min(x, axis=None, keepdims=False):  # noqa: A001
     return _reduce(Min, x, axis, keepdims)
 
 
-def mean(x, axis=None, keepdims=False):
-    """Sum divided by the number of elements (float32 stays float32, ints give float64)."""
+def mean(x, axis=None, keepdims=False, dtype=None, acc_dtype=None, op=False):
+    """Sum divided by the number of elements (float32 stays float32, ints give float64).
+
+    ``dtype`` (Theano's argument): the dtype of the result, e.g. ``T.mean(int_vector, dtype=floatX)``;
+    ``acc_dtype``: the dtype the sum accumulates in."""
     x = as_tensor_variable(x)
-    total = sum(x, axis, keepdims)
+    total = sum(x, axis, keepdims, dtype=acc_dtype or (dtype if dtype and np.dtype(dtype).kind == "f" else None))
     out_dtype = "float64" if total.type.dtype[0] not in "fc" else total.type.dtype
+    out_dtype = np.dtype(dtype).name if dtype is not None else out_dtype
     count = NumElements(normalize_axis(axis, x.type.ndim, "mean"), out_dtype)(x)
     return true_div(cast(total, out_dtype), count)
 
@@ -138,9 +145,7 @@ def dot(x, y):
     if x.type.ndim == 0 or y.type.ndim == 0:
         return mul(x, y)
     if x.type.ndim > 2 or y.type.ndim > 2:
-        from .extra_ops import nd_dot  # built from tensordot, which uses this function
-
-        return nd_dot(x, y)
+        return _tensor.extra_ops.nd_dot(x, y)  # built from tensordot, which uses this function
     return _DOT(x, y)
 
 
@@ -154,6 +159,8 @@ def shape(x):
 
 
 def getitem(x, index):
+    if isinstance(index, list) and any(isinstance(i, slice) or i is None or i is Ellipsis for i in index):
+        index = tuple(index)  # Theano (and NumPy before 1.23) read a list holding slices as a tuple index
     return make_subtensor(x, index)
 
 
@@ -187,7 +194,11 @@ def reshape(x, newshape, ndim=None):
     else:
         shape_var = as_tensor_variable(newshape)
         if ndim is None:
-            raise ValueError("reshape with a symbolic shape vector needs ndim=... (the length of that vector)")
+            try:
+                ndim = get_vector_length(shape_var)  # x.reshape(y.shape): the graph knows the length
+            except (ValueError, TypeError):
+                raise ValueError("reshape with a symbolic shape vector needs ndim=... (the length of that "
+                                 "vector)") from None
     return Reshape(ndim)(x, shape_var)
 
 
@@ -208,9 +219,11 @@ def dimshuffle(x, *pattern):
 
 
 def softmax(x):
-    from .nnet import softmax as _softmax
-
-    return _softmax(x)
+    """Softmax over the last axis, keeping the input's rank (``T.nnet.softmax`` makes a vector a row)."""
+    return _tensor.nnet.Softmax()(x)
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["DimShuffle"]
+
+
+scalar_ops.use_tensor_math(sys.modules[__name__])  # the scalar table writes its derivatives with this module

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Op
 from ..work import reduction_work
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .type import TensorType
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -41,6 +42,7 @@ def normalize_axis(axis, ndim, what="reduction"):
 
 class CAReduce(XpOp):
     """Reduce with a commutative, associative scalar op along ``axis``."""
+    verified_outputs = True
 
     __props__ = ("scalar_name", "axis")
     gpu_name = "GpuCAReduce"  # Sum, Max, ... too: on the GPU they are all one reduction kernel
@@ -69,6 +71,11 @@ class CAReduce(XpOp):
         if x.ndim and self.scalar_name in ("maximum", "minimum") and any(x.shape[a] == 0 for a in self.axis):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
         reduce = getattr(xp, _XP_NAMES[self.scalar_name])
+        out = output_storage[0][0]
+        if (xp is not np and isinstance(out, xp.ndarray) and out.dtype == self.reducer(np.ones(1, x.dtype)).dtype
+                and out.shape == tuple(n for k, n in enumerate(x.shape) if k not in self.axis)):
+            reduce(x, axis=self.axis, out=out)   # on a GPU: into the previous buffer, no allocation per call
+            return
         output_storage[0][0] = xp.asarray(reduce(x, axis=self.axis))  # a full reduction gives a scalar
 
     def work(self, node, shapes, dtypes):
@@ -93,8 +100,7 @@ class CAReduce(XpOp):
         return var.dimshuffle(*pattern)
 
     def L_op(self, inputs, outputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         (x,), (z,), (gz,) = inputs, outputs, output_grads
         gz_full = self._expand(gz, x.type.ndim)
         if self.scalar_name == "add":
@@ -107,6 +113,7 @@ class CAReduce(XpOp):
 
 
 class Sum(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("add", axis)
 
@@ -114,6 +121,7 @@ class Sum(CAReduce):
 
 
 class Max(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("maximum", axis)
 
@@ -121,6 +129,7 @@ class Max(CAReduce):
 
 
 class Min(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("minimum", axis)
 
@@ -128,6 +137,7 @@ class Min(CAReduce):
 
 
 class Prod(CAReduce):
+    verified_outputs = True
     def __init__(self, axis):
         super().__init__("mul", axis)
 
@@ -140,6 +150,7 @@ class NumElements(Op):
     Used by ``mean``: ``sum(x) / NumElements(x)``.  Its value depends on the
     shape of x only, so it has no gradient with respect to x's values.
     """
+    verified_outputs = True
 
     __props__ = ("axis", "dtype")
     shape_only = True  # reads only the shape: works on device arrays without a transfer
@@ -155,4 +166,5 @@ class NumElements(Op):
         output_storage[0][0] = np.asarray(math.prod([shape[a] for a in self.axis]), dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
+        M = _tensor.math
         return [None]

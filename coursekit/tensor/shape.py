@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .type import TensorType
 from .var import as_tensor_variable
 from .xpop import XpOp
@@ -13,6 +14,7 @@ lvector = TensorType("int64", (False,))
 
 class Shape(Op):
     """``x.shape`` as a symbolic int64 vector."""
+    verified_outputs = True
 
     shape_only = True  # reads only the shape: works on device arrays without a transfer
 
@@ -34,6 +36,7 @@ class ShapeI(Op):
     may move to a GPU device; a value the host needs (a loop's number of steps) would then go to the
     device and back on every call.  This op has no GPU twin and reads device arrays in place.
     """
+    verified_outputs = True
 
     __props__ = ("i",)
     shape_only = True
@@ -45,8 +48,6 @@ class ShapeI(Op):
         return f"Shape_i{{{self.i}}}"
 
     def make_node(self, x):
-        from .var import as_tensor_variable
-
         x = as_tensor_variable(x)
         if not 0 <= self.i < x.type.ndim:
             raise ValueError(f"Shape_i{{{self.i}}}: {x} has {x.type.ndim} dimension(s)")
@@ -61,6 +62,7 @@ class ShapeI(Op):
 
 class MakeVector(Op):
     """Stack scalars into a vector (``T.stack([a, b])`` of scalars)."""
+    verified_outputs = True
 
     __props__ = ("dtype",)
 
@@ -80,6 +82,7 @@ class MakeVector(Op):
 
 class Reshape(XpOp):
     """Reshape to a shape given as an int64 vector (a view when NumPy can make one)."""
+    verified_outputs = True
 
     __props__ = ("ndim",)
     view_map = {0: [0]}
@@ -104,13 +107,12 @@ class Reshape(XpOp):
 
     def grad(self, inputs, output_grads):
         x, _ = inputs
-        from . import math as M
-
-        return [M.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
+        return [_tensor.math.reshape(output_grads[0], x.shape, ndim=x.type.ndim), None]
 
 
 class Join(XpOp):
     """Concatenate tensors along an axis (``T.concatenate``)."""
+    verified_outputs = True
 
     __props__ = ("axis",)
     gpu_name = "GpuJoin"
@@ -131,8 +133,7 @@ class Join(XpOp):
         output_storage[0][0] = xp.concatenate(inputs, axis=self.axis)
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         (gz,) = output_grads
         grads, start = [], 0
         sizes = [M.shape(t)[self.axis] for t in inputs]
@@ -149,6 +150,7 @@ class Contiguous(XpOp):
     Hand-written kernels index their arrays linearly; Theano's ``gpu_contiguous``
     (this op's GPU twin, ``GpuContiguous``) is how a user's op asked for such an input.
     """
+    verified_outputs = True
 
     __props__ = ()
     view_map = {0: [0]}  # the input itself when it is already contiguous

@@ -39,6 +39,7 @@ def _axis(axis, ndim, what):
 
 class ArgReduce(XpOp):
     """Index of the largest (``argmax``) or smallest (``argmin``) element along ``axis``."""
+    verified_outputs = True
 
     __props__ = ("which", "axis", "keepdims")
     gpu_name = "GpuArgReduce"
@@ -92,6 +93,7 @@ def max_and_argmax(x, axis=None, keepdims=False):
 
 class _AlongAxis(XpOp):
     """What Sort and ArgSort share: an axis (``None``: the flattened tensor), a kind, one output."""
+    verified_outputs = True
 
     __props__ = ("axis", "kind")
 
@@ -114,6 +116,7 @@ class _AlongAxis(XpOp):
 
 class Sort(_AlongAxis):
     """Sorted copy along ``axis`` (``None``: the flattened tensor)."""
+    verified_outputs = True
 
     gpu_name = "GpuSort"
 
@@ -131,6 +134,7 @@ class Sort(_AlongAxis):
 
 class ArgSort(_AlongAxis):
     """Indices that sort the tensor along ``axis`` (int64, no gradient)."""
+    verified_outputs = True
 
     gpu_name = "GpuArgSort"
 
@@ -148,6 +152,7 @@ class _Permutation(_AlongAxis):
     """What the two linear maps of sort's gradient share: ``x`` fixes a permutation (its stable ``argsort``),
     ``g`` is moved by it.  Each is the other's gradient with respect to ``g``, so ``sort`` has gradients of
     every order; with respect to ``x`` they are zero (a small change of ``x`` does not change its order)."""
+    verified_outputs = True
 
     def __init__(self, axis):
         super().__init__(axis, "stable")
@@ -172,6 +177,7 @@ class _Permutation(_AlongAxis):
 
 class UnsortGrad(_Permutation):
     """The gradient of ``sort``: ``gz`` scattered back to where each element came from."""
+    verified_outputs = True
 
     gpu_name = "GpuUnsortGrad"
 
@@ -186,6 +192,7 @@ class UnsortGrad(_Permutation):
 
 class SortLike(_Permutation):
     """``g`` gathered in the order that sorts ``x``: the gradient of :class:`UnsortGrad` (a gather of a scatter)."""
+    verified_outputs = True
 
     gpu_name = "GpuSortLike"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Op, Variable
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .dimshuffle import reduce_to_broadcast
 from .type import TensorType, host_like
 from .var import as_tensor_variable
@@ -68,6 +69,7 @@ def _output_bcast(idx_list, bcast):
 
 class Subtensor(XpOp):
     """Basic indexing; the output is a view of the input."""
+    verified_outputs = True
 
     __props__ = ("idx_list",)
     view_map = {0: [0]}
@@ -100,8 +102,7 @@ class Subtensor(XpOp):
         output_storage[0][0] = np.asarray(result) if isinstance(result, np.generic) else result
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         x, *values = inputs
         gx = IncSubtensor(self.idx_list)(M.zeros_like(x), output_grads[0], *values)
         return [gx] + [None] * len(values)
@@ -109,6 +110,7 @@ class Subtensor(XpOp):
 
 class IncSubtensor(XpOp):
     """``x`` with ``y`` added to (or written into) ``x[index]``; returns a new array."""
+    verified_outputs = True
 
     __props__ = ("idx_list", "set_instead_of_inc")
     gpu_name = "GpuIncSubtensor"
@@ -133,8 +135,7 @@ class IncSubtensor(XpOp):
         output_storage[0][0] = out
 
     def grad(self, inputs, output_grads):
-        from . import math as M
-
+        M = _tensor.math
         x, y, *values = inputs
         (gz,) = output_grads
         gx = IncSubtensor(self.idx_list, True)(gz, 0, *values) if self.set_instead_of_inc else gz
@@ -146,6 +147,7 @@ class IncSubtensor(XpOp):
 
 class AdvancedSubtensor1(XpOp):
     """``x[int_vector]``: gather rows (a copy)."""
+    verified_outputs = True
 
     gpu_name = "GpuAdvancedSubtensor1"
 
@@ -165,13 +167,12 @@ class AdvancedSubtensor1(XpOp):
 
 
 def _adv_inc(inputs, output_grads):
-    from . import math as M
-
-    return AdvancedIncSubtensor1()(M.zeros_like(inputs[0]), output_grads[0], inputs[1])
+    return AdvancedIncSubtensor1()(_tensor.math.zeros_like(inputs[0]), output_grads[0], inputs[1])
 
 
 class AdvancedIncSubtensor1(XpOp):
     """``x`` with ``y`` added at rows ``idx`` (repeated rows accumulate)."""
+    verified_outputs = True
 
     gpu_name = "GpuAdvancedIncSubtensor1"
 
@@ -200,15 +201,14 @@ def _describe(entry):
 
 def make_subtensor(x, index):
     """Build the node for ``x[index]``."""
-    from .advanced import advanced_subtensor, is_advanced
-
     if not isinstance(index, tuple):
         index = (index,)
     if len(index) == 1 and _is_int_vector(index[0]):
         return AdvancedSubtensor1()(x, as_tensor_variable(index[0]) if not isinstance(index[0], Variable)
                                     else index[0])
-    if any(is_advanced(i) for i in index):
-        return advanced_subtensor(x, index)
+    advanced = _tensor.advanced
+    if any(advanced.is_advanced(i) for i in index):
+        return advanced.advanced_subtensor(x, index)
     if any(i is Ellipsis for i in index):
         pos = index.index(Ellipsis)
         fill = x.type.ndim - (len(index) - 1 - sum(i is None for i in index))

@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
 from ..graph import Type
 
@@ -22,7 +23,7 @@ _KIND_NAMES = {0: "scalar", 1: "vector", 2: "matrix", 3: "tensor3", 4: "tensor4"
 class TensorType(Type):
     """The type of NumPy-array values with a given dtype and rank."""
 
-    def __init__(self, dtype, broadcastable):
+    def __init__(self, dtype, broadcastable, name=None, sparse_grad=False):  # Theano's last two: accepted
         try:
             self.dtype, self.numpy_dtype = _DTYPES[dtype]
         except (KeyError, TypeError):  # first time (or an unhashable spelling): ask NumPy
@@ -164,6 +165,4 @@ def _ndim_hint(got, expected):
 
 
 def _is_device_array(value):
-    from ..devices.simarray import is_device_array
-
-    return is_device_array(value)
+    return wiring.get("is_device_array")(value)

@@ -11,7 +11,9 @@ import numbers
 
 import numpy as np
 
+from .. import wiring
 from ..config import config
+from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from ..graph import Constant, Variable
 from .type import TensorType, _is_device_array
 
@@ -72,7 +74,17 @@ class _TensorMethods:
         return True
 
     def __iter__(self):
-        raise TypeError("a symbolic tensor cannot be iterated over; index it (x[i]) or use a reduction instead")
+        """A vector whose length the graph knows (``x.shape``, a constant) unpacks, as in Theano:
+        ``rows, cols = x.shape``.  Anything else cannot be iterated over."""
+        if self.type.ndim == 1:
+            try:
+                n = get_vector_length(self)
+            except ValueError:
+                n = None
+            if n is not None:
+                return iter([self[i] for i in range(n)])
+        raise TypeError("a symbolic tensor cannot be iterated over (its length is not known until it runs); "
+                        "index it (x[i]) or use a reduction instead")
 
     def __len__(self):
         raise TypeError("len() of a symbolic tensor is not known until it runs; use x.shape[0]")
@@ -99,11 +111,9 @@ class _TensorMethods:
         return self.dimshuffle(*axes)
 
     def dimshuffle(self, *pattern):
-        from .elemwise import DimShuffle
-
         if len(pattern) == 1 and isinstance(pattern[0], (tuple, list)):
             pattern = tuple(pattern[0])
-        return DimShuffle(self.type.broadcastable, pattern)(self)
+        return _tensor.DimShuffle(self.type.broadcastable, pattern)(self)
 
     def reshape(self, *shape, ndim=None):
         if len(shape) == 1 and isinstance(shape[0], (tuple, list, Variable)):
@@ -117,8 +127,9 @@ class _TensorMethods:
     def __getitem__(self, index): return _M().getitem(self, index)
 
     # reductions -------------------------------------------------------
-    def sum(self, axis=None, keepdims=False): return _M().sum(self, axis, keepdims=keepdims)
-    def mean(self, axis=None, keepdims=False): return _M().mean(self, axis, keepdims=keepdims)
+    def sum(self, axis=None, keepdims=False, dtype=None): return _M().sum(self, axis, keepdims=keepdims, dtype=dtype)
+    def mean(self, axis=None, keepdims=False, dtype=None, acc_dtype=None):
+        return _M().mean(self, axis, keepdims=keepdims, dtype=dtype, acc_dtype=acc_dtype)
     def max(self, axis=None, keepdims=False): return _M().max(self, axis, keepdims=keepdims)
     def min(self, axis=None, keepdims=False): return _M().min(self, axis, keepdims=keepdims)
     def prod(self, axis=None, keepdims=False): return _M().prod(self, axis, keepdims=keepdims)
@@ -138,13 +149,14 @@ class _TensorMethods:
         return out
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
+    def nonzero(self, return_matrix=False): return _tensor.legacy.nonzero(self, return_matrix)
+
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
 
     def transfer(self, target):
         """Theano's ``x.transfer('cpu')`` / ``x.transfer('gpu')`` (or a device name): an explicit transfer op,
         or ``x`` itself when it already lives there."""
-        from .. import gpu_from_host, host_from_gpu
-
+        gpu_from_host, host_from_gpu = wiring.get("gpu_from_host"), wiring.get("host_from_gpu")
         on_device = hasattr(self.type, "host_type")
         if target == "cpu":
             return host_from_gpu(self) if on_device else self
@@ -157,22 +169,18 @@ class _TensorMethods:
     def sqrt(self): return _M().sqrt(self)
 
 
+# Every other tensor module builds on this one, so the methods reach math, sorting, extra_ops and DimShuffle
+# through the package when they run (it has imported them all by then).
 def _M():
-    from . import math
-
-    return math
+    return _tensor.math
 
 
 def _S():
-    from . import sorting
-
-    return sorting
+    return _tensor.sorting
 
 
 def _X():
-    from . import extra_ops
-
-    return extra_ops
+    return _tensor.extra_ops
 
 
 def _comparison(var):
@@ -201,13 +209,23 @@ def _is_python_number(value):
     return isinstance(value, (numbers.Number, bool)) and not isinstance(value, np.generic)
 
 
+def _smallest_int(value):
+    """Theano's autocast of a Python int: the narrowest of int8/16/32/64 that holds it."""
+    for dtype in ("int8", "int16", "int32", "int64"):
+        info = np.iinfo(dtype)
+        if info.min <= value <= info.max:
+            return dtype
+    return "int64"  # too big for any: np.asarray raises the OverflowError below
+
+
 def constant(value, name=None, dtype=None):
-    """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64."""
+    """A constant tensor.  Python floats become ``floatX`` (as in Theano), ints int64 (the narrowest int that
+    holds them under ``config.autocast='theano'``, as in Theano)."""
     if dtype is None and _is_python_number(value):
         if isinstance(value, bool):
             dtype = "bool"
         elif isinstance(value, numbers.Integral):
-            dtype = "int64"
+            dtype = "int64" if config.autocast == "numpy" else _smallest_int(value)
         elif isinstance(value, numbers.Real):
             dtype = config.floatX
         else:
@@ -241,6 +259,27 @@ def as_tensor_variable(value, name=None, ndim=None):
     return result
 
 
+def get_vector_length(v):
+    """The length of a symbolic vector when the graph knows it (``x.shape``, a constant, a stack of scalars)."""
+    v = as_tensor_variable(v)
+    if v.type.ndim != 1:
+        raise TypeError(f"get_vector_length: {v} is not a vector ({v.type})")
+    if getattr(v, "data", None) is not None:
+        return len(v.data)
+    node = v.owner
+    if node is not None and type(node.op).__name__ == "Shape":
+        return node.inputs[0].type.ndim
+    if node is not None and type(node.op).__name__ == "MakeVector":
+        return len(node.inputs)
+    if node is not None and type(node.op).__name__ == "Subtensor" and len(node.inputs) == 1:
+        (entry,) = node.op.idx_list  # a constant slice of a vector of known length: x.shape[2:]
+        if entry[0] == "slice":
+            return len(range(get_vector_length(node.inputs[0]))[slice(*entry[1:])])
+    if v.type.broadcastable[0]:
+        return 1
+    raise ValueError(f"the length of {v} is not known until the function runs; index it (v[i]) instead")
+
+
 def weak_constants(args, scalar_op=None):
     """Convert a mix of tensors and Python numbers with NumPy 2's weak-scalar rule.
 
@@ -263,7 +302,10 @@ def weak_constants(args, scalar_op=None):
         if isinstance(a, Variable):
             result.append(as_tensor_variable(a))
         elif _is_python_number(a):
-            dtype = np.result_type(*dtypes, a)
+            if isinstance(a, float) and config.autocast == "theano" and all(d.kind in "iub" for d in dtypes):
+                dtype = np.result_type(*dtypes, np.dtype(config.floatX))  # Theano: the float is a floatX constant
+            else:
+                dtype = np.result_type(*dtypes, a)
             try:
                 result.append(constant(a, dtype=dtype))
             except OverflowError as exc:
@@ -292,3 +334,6 @@ def _numpy_accepts_out_of_range(scalar_op, args, value):
     dtypes = [a.type.dtype if isinstance(a, Variable) else wide.type.dtype if a is value
               else np.result_type(a).name for a in args]
     return wide if scalar_op.output_dtype(*dtypes) == expected else None
+
+
+

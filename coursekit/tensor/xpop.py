@@ -30,6 +30,7 @@ from ..graph import Op
 
 class XpOp(Op):
     """Base class for ops written once against ``xp`` (see the module docstring)."""
+    verified_outputs = True
 
     gpu_name = None     # class name of the GPU twin; None: this op stays on the host
     host_inputs = ()    # input positions that stay in host memory

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph import Apply
+from ...graph import Apply, Variable
 from ..math import zeros_like
 from ..type import TensorType, host_like
 from ..var import as_tensor_variable
@@ -32,6 +32,7 @@ def _out_len(size, window, stride, pad, ignore_border):
 
 class Pool(XpOp):
     """Pooling of the last two axes of a tensor (any leading axes)."""
+    verified_outputs = True
 
     gpu_name = "GpuPool"
     __props__ = ("ws", "stride", "pad", "ignore_border", "mode")
@@ -98,6 +99,7 @@ class Pool(XpOp):
 
 class PoolGrad(XpOp):
     """The gradient of a pooling, spread back over each window."""
+    verified_outputs = True
 
     gpu_name = "GpuPoolGrad"
     __props__ = ("pool",)
@@ -136,6 +138,7 @@ class PoolGrad(XpOp):
 
 class MaxPoolGradGrad(XpOp):
     """For each window of a max pooling, ``g`` summed where ``x`` held the window's maximum."""
+    verified_outputs = True
 
     gpu_name = "GpuMaxPoolGradGrad"
     __props__ = ("pool",)
@@ -171,7 +174,10 @@ def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="m
     if ws is None:
         raise TypeError("pool_2d: give the window size ws=(rows, cols)")
     stride = stride if stride is not None else (st if st is not None else ws)
-    pad = padding if padding is not None else pad
+    pad = padding if padding is not None else (pad if pad is not None else (0, 0))
+    if any(isinstance(v, Variable) for v in (ws, stride, pad)):
+        raise ValueError("pool_2d: symbolic window sizes, strides or padding (a tensor variable) are not supported "
+                         "by coursekit; give them as ints (Theano 0.9's pool_2d took only ints as well)")
     if mode == "average":
         mode = "average_inc_pad"
     if mode not in MODES:
@@ -183,3 +189,28 @@ def pool_2d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0), mode="m
     if any(p >= w for p, w in zip(pad, ws)):
         raise ValueError(f"pool_2d: pad {tuple(pad)} must be smaller than the window {tuple(ws)}")
     return Pool(tuple(ws), tuple(stride), tuple(pad), ignore_border, mode)(input)
+
+
+def pool_3d(input, ws=None, ignore_border=None, stride=None, pad=(0, 0, 0), mode="max", ds=None, st=None,
+            padding=None):
+    """Theano's ``pool_3d`` over the last three axes, as two 2-d poolings.
+
+    Every mode is separable over a box window: the max of a box is the max over depth of the maxima of its
+    (rows, cols) slices, and the sums and the element counts the averages divide by are products over the
+    axes.  So the (rows, cols) pass pools first, then a pass with window ``(depth, 1)`` pools the depth axis
+    (swapped next to the last); gradients and GPU twins are the 2-d pooling's."""
+    ws = ws if ws is not None else ds
+    if ws is None or len(ws) != 3:
+        raise TypeError(f"pool_3d: give the window size ws=(depth, rows, cols), got {ws!r}")
+    stride = stride if stride is not None else (st if st is not None else ws)
+    pad = padding if padding is not None else (pad if pad is not None else (0, 0, 0))
+    if any(isinstance(v, Variable) for v in (*ws, *stride, *pad)):
+        raise ValueError("pool_3d: symbolic window sizes, strides or padding are not supported; give ints")
+    x = as_tensor_variable(input)
+    if x.type.ndim < 3:
+        raise TypeError(f"pool_3d pools the last three axes; got {x.type}")
+    planes = pool_2d(x, ws[1:], ignore_border, stride[1:], pad[1:], mode)
+    lead = list(range(x.type.ndim - 3))
+    swapped = planes.dimshuffle(*lead, x.type.ndim - 2, x.type.ndim - 3, x.type.ndim - 1)
+    deep = pool_2d(swapped, (ws[0], 1), ignore_border, (stride[0], 1), (pad[0], 0), mode)
+    return deep.dimshuffle(*lead, x.type.ndim - 2, x.type.ndim - 3, x.type.ndim - 1)

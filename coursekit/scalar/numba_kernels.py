@@ -66,11 +66,6 @@ TEMPLATES = {
 _LOADED: dict = {}
 
 
-def available() -> bool:
-    """Is numba installed?  (Checked without importing it.)"""
-    return importlib.util.find_spec("numba") is not None
-
-
 def supports(composite, input_dtypes) -> bool:
     """Can (and should) this Composite run as one numba loop?"""
     if input_dtypes is None or len(composite.program) < MIN_STEPS:
@@ -195,7 +190,7 @@ def loop_source(composite, input_dtypes, modes) -> str:
     """The kernel: ``kernel(i0, ..., out)`` looping over ``out``; each step rounded to its dtype."""
     args = [f"i{i}" for i in range(len(input_dtypes))]
     lines = ["import math", "", "import numpy as np", "",
-             "from coursekit.rewriting.numba_math import exp32, log1p32, log32", "", "",
+             "from coursekit.scalar.numba_math import exp32, log1p32, log32", "", "",
              f"def kernel({', '.join(args)}, out):", "    n = out.shape[0]"]
     for i, mode in enumerate(modes):
         if mode == "a":

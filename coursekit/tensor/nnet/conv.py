@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply
-from .math import zeros_like
-from .type import TensorType, host_like
-from .var import as_tensor_variable
-from .xpop import XpOp
+from ...graph import Apply
+from ..math import zeros_like
+from ..type import TensorType, host_like
+from ..var import as_tensor_variable
+from ..xpop import XpOp
 
 
 def _pair(value, what):
@@ -117,6 +117,7 @@ def conv_grad_weights(xp, gz, x, w_shape, pad, stride, flip, dilation=(1, 1)):
 
 
 class _ConvBase(XpOp):
+    verified_outputs = True
     __props__ = ("pad", "stride", "flip", "dilation")
 
     def __init__(self, pad, stride, flip, dilation=(1, 1)):
@@ -130,6 +131,7 @@ class _ConvBase(XpOp):
 
 class Conv2d(_ConvBase):
     """``conv2d(input, filters)`` forward (im2col + GEMM)."""
+    verified_outputs = True
 
     gpu_name = "GpuConv2d"
 
@@ -155,6 +157,7 @@ class Conv2d(_ConvBase):
 
 class Conv2dGradInput(_ConvBase):
     """The input's gradient of a convolution (col2im of ``dout @ W``)."""
+    verified_outputs = True
 
     gpu_name = "GpuConv2dGradInput"
 
@@ -176,6 +179,7 @@ class Conv2dGradInput(_ConvBase):
 
 class Conv2dGradWeights(_ConvBase):
     """The filters' gradient of a convolution (``dout^T @ cols``)."""
+    verified_outputs = True
 
     gpu_name = "GpuConv2dGradWeights"
 

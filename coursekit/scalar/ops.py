@@ -9,15 +9,20 @@ Each :class:`ScalarOp` bundles three views of the same function:
   elementwise ops is compiled into one GPU kernel.  It must mean what the
   NumPy impl means on every dtype: where C differs (``//`` and ``%`` truncate
   in C, integer ``/`` is integer division, division by zero traps, max/min
-  drop NaN) it calls a ``ck_*`` helper from ``devices/kernels.py``'s PRELUDE,
+  drop NaN) it calls a ``ck_*`` helper from ``cuda_codegen.py``'s PRELUDE,
   and ``tests/test_scalar_c_expressions.py`` runs every expression against
   the impl.
 
 Output dtypes are not written down by hand: they are whatever NumPy produces
 for arrays of the input dtypes, so coursekit follows NumPy 2's rules exactly.
+
+Derivatives are tensor expressions, and tensors sit above this package: the
+tensor layer hands its math module over once (:func:`use_tensor_math`), and
+the gradient functions below receive it as ``M``.
 """
 from __future__ import annotations
 
+import operator
 import re
 
 import numpy as np
@@ -113,12 +118,11 @@ class Cast(ScalarOp):
         (x,) = inputs
         if x.type.dtype[0] not in "fc":
             return [None]
-        from .math import cast, zeros_like
-
+        M = _math()
         if output.type.dtype[0] not in "fc":
             # float -> int/bool rounds: piecewise constant, so zero (like floor), never gz passed through
-            return [zeros_like(x)]
-        return [cast(gz, x.type.dtype)]
+            return [M.zeros_like(x)]
+        return [M.cast(gz, x.type.dtype)]
 
 
 _C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long",
@@ -205,16 +209,29 @@ def identity_impl(x, out=None):
 
 
 # ----------------------------------------------------------------- grads
+_TENSOR_MATH = []  # [coursekit.tensor.math], set by use_tensor_math when the tensor layer loads
+
+
+def use_tensor_math(module):
+    """Called once by :mod:`coursekit.tensor.math` (which sits above): derivatives are written with it."""
+    _TENSOR_MATH[:] = [module]
+
+
+def _math():
+    if not _TENSOR_MATH:
+        raise RuntimeError("scalar op gradients need coursekit.tensor (import coursekit.tensor first)")
+    return _TENSOR_MATH[0]
+
+
 def _g(fn):
-    """Grad helpers import the tensor math module lazily (it imports us)."""
+    """A gradient written as ``fn(M, inputs, output, gz)``, where ``M`` is the tensor math module."""
     def grad(inputs, output, gz):
-        from . import math as M
-        return fn(M, inputs, output, gz)
+        return fn(_math(), inputs, output, gz)
     return grad
 
 
-def _zero_grads(inputs, output, gz):
-    from .math import zeros_like
+def zero_grads(inputs, output, gz):
+    zeros_like = _math().zeros_like
     return [zeros_like(i) if i.type.dtype[0] in "fc" else None for i in inputs]
 
 
@@ -229,7 +246,7 @@ _def("add", 2, np.add, _g(lambda M, i, z, g: [g, g]), "({0} + {1})")
 _def("sub", 2, np.subtract, _g(lambda M, i, z, g: [g, -g]), "({0} - {1})")
 _def("mul", 2, np.multiply, _g(lambda M, i, z, g: [g * i[1], g * i[0]]), "({0} * {1})")
 _def("true_div", 2, np.true_divide, _g(lambda M, i, z, g: [g / i[1], -g * i[0] / (i[1] * i[1])]), "ck_truediv({0}, {1})")
-_def("int_div", 2, np.floor_divide, _zero_grads, "ck_floordiv({0}, {1})")
+_def("int_div", 2, np.floor_divide, zero_grads, "ck_floordiv({0}, {1})")
 _def("mod", 2, np.mod, _g(lambda M, i, z, g: [g, -g * M.floor(i[0] / i[1])]), "ck_mod({0}, {1})")
 _def("pow", 2, np.power,
      _g(lambda M, i, z, g: [g * i[1] * i[0] ** (i[1] - 1), g * z * M.log(i[0])]), "ck_pow({0}, {1})", True)
@@ -242,11 +259,11 @@ _def("tanh", 1, np.tanh, _g(lambda M, i, z, g: [g * (1 - z * z)]), "tanh({0})", 
 _def("sqrt", 1, np.sqrt, _g(lambda M, i, z, g: [g * 0.5 / z]), "sqrt({0})", True)
 _def("sqr", 1, np.square, _g(lambda M, i, z, g: [g * 2 * i[0]]), "({0} * {0})")
 _def("abs", 1, np.abs, _g(lambda M, i, z, g: [g * M.sgn(i[0])]), "ck_abs({0})")
-_def("sgn", 1, np.sign, _zero_grads, "ck_sign({0})")
+_def("sgn", 1, np.sign, zero_grads, "ck_sign({0})")
 _def("sin", 1, np.sin, _g(lambda M, i, z, g: [g * M.cos(i[0])]), "sin({0})")
 _def("cos", 1, np.cos, _g(lambda M, i, z, g: [-g * M.sin(i[0])]), "cos({0})")
-_def("floor", 1, np.floor, _zero_grads, "floor({0})")
-_def("ceil", 1, np.ceil, _zero_grads, "ceil({0})")
+_def("floor", 1, np.floor, zero_grads, "floor({0})")
+_def("ceil", 1, np.ceil, zero_grads, "ceil({0})")
 _def("sigmoid", 1, sigmoid_impl, _g(lambda M, i, z, g: [g * z * (1 - z)]), "(1 / (1 + exp(-{0})))", True)
 _def("softplus", 1, softplus_impl, _g(lambda M, i, z, g: [g * M.sigmoid(i[0])]),
      "({0} > 30 ? {0} : log1p(exp({0})))")
@@ -261,10 +278,10 @@ _def("second", 2, second_impl, _g(lambda M, i, z, g: [None, g]), "({1})")
 _def("identity", 1, identity_impl, _g(lambda M, i, z, g: [g]), "({0})")
 for _name, _uf, _c in [("gt", np.greater, ">"), ("lt", np.less, "<"), ("ge", np.greater_equal, ">="),
                        ("le", np.less_equal, "<="), ("eq", np.equal, "=="), ("neq", np.not_equal, "!=")]:
-    _def(_name, 2, _uf, _zero_grads, f"({{0}} {_c} {{1}})")
-_def("and_", 2, np.bitwise_and, _zero_grads, "({0} & {1})")
-_def("or_", 2, np.bitwise_or, _zero_grads, "({0} | {1})")
-_def("invert", 1, np.invert, _zero_grads, "ck_invert({0})")
+    _def(_name, 2, _uf, zero_grads, f"({{0}} {_c} {{1}})")
+_def("and_", 2, np.bitwise_and, zero_grads, "({0} & {1})")
+_def("or_", 2, np.bitwise_or, zero_grads, "({0} | {1})")
+_def("invert", 1, np.invert, zero_grads, "ck_invert({0})")
 
 
 def get(name) -> ScalarOp:
@@ -279,3 +296,9 @@ def register(op) -> ScalarOp:
 
 def all_names():
     return sorted(_OPS)
+
+
+# Ops whose Python operator on NumPy scalars gives exactly the ufunc's result (same dtype rules,
+# same IEEE arithmetic and warnings), at a tenth of a ufunc call's cost on 0-d values (W2).
+SCALAR_OPERATORS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "true_div": operator.truediv,
+                    "neg": operator.neg}

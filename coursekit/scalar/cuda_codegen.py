@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ..tensor.scalar import c_type
+from .ops import c_type
 
 PRELUDE = """
 // Helpers the generated expressions use.  CUDA's math library provides exp, log, tanh, ...;

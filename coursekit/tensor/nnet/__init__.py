@@ -1,14 +1,26 @@
-"""Neural-network helpers (``T.nnet.sigmoid`` and friends, as in Theano)."""
+"""Neural-network helpers (``T.nnet.sigmoid`` and friends, as in Theano).
+
+A package, as Theano's was, so that ``import theano.tensor.nnet.conv`` and ``from theano.tensor.nnet import
+abstract_conv, conv3d2d, neighbours, bn`` find their modules.  ``softmax`` of a vector returns a (1, n) row,
+as Theano's did (programs index ``p[0]`` or take ``argmax(p, axis=1)``); ``T.softmax`` keeps the vector.
+"""
 from __future__ import annotations
 
-from ..graph import Apply
-from .construct import arange
-from .math import exp, log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
-from .type import host_like
-from .xpop import XpOp
-from .var import as_tensor_variable
+import numpy as np
+
+from ...graph import Apply, Variable
+from ..construct import arange
+from ..math import exp, log, mean, relu, sigmoid, softplus, sum as tsum  # noqa: F401  (re-exported)
+from ..type import host_like
+from ..xpop import XpOp
+from ..var import as_tensor_variable
 from . import conv  # noqa: E402,F401  (Theano's T.nnet.conv.conv2d)
 from .conv import conv2d  # noqa: E402,F401
+from . import abstract_conv, bn, conv3d2d, neighbours  # noqa: E402,F401
+from .activations import (elu, hard_sigmoid, selu, sigmoid_binary_crossentropy, softsign,  # noqa: E402,F401
+                          ultra_fast_sigmoid)
+from .convnd import conv3d  # noqa: E402,F401
+from .neighbours import images2neibs, neibs2images  # noqa: E402,F401
 
 
 class Softmax(XpOp):
@@ -18,6 +30,7 @@ class Softmax(XpOp):
     on a GPU device otherwise leaves the device, and its training step pays a download and an upload
     of the whole score matrix on every call.
     """
+    verified_outputs = True
 
     gpu_name = "GpuSoftmax"
 
@@ -38,8 +51,12 @@ class Softmax(XpOp):
         return [(gz - tsum(gz * sm, axis=-1, keepdims=True)) * sm]
 
 
-def softmax(x):
-    return Softmax()(x)
+def softmax(x, axis=-1):
+    """Theano's ``T.nnet.softmax``: over the last axis; a vector gives a (1, n) row, as in Theano."""
+    x = as_tensor_variable(x)
+    if axis not in (-1, x.type.ndim - 1):
+        raise ValueError(f"softmax(axis={axis}): only the last axis is supported; transpose first")
+    return Softmax()(x.dimshuffle("x", 0) if x.type.ndim == 1 else x)
 
 
 def binary_crossentropy(output, target):
@@ -62,6 +79,7 @@ def categorical_crossentropy(coding_dist, true_dist):
 
 class LogSoftmax(XpOp):
     """log(softmax(x)) over the last axis, computed as x - max - log(sum(exp(x - max))): no log(0)."""
+    verified_outputs = True
 
     gpu_name = "GpuLogSoftmax"
 
@@ -82,19 +100,28 @@ class LogSoftmax(XpOp):
 
 
 def log_softmax(x):
-    return LogSoftmax()(x)
+    """log(softmax(x)), stably; a vector gives a (1, n) row, as Theano's ``logsoftmax`` did."""
+    x = as_tensor_variable(x)
+    return LogSoftmax()(x.dimshuffle("x", 0) if x.type.ndim == 1 else x)
+
+
+logsoftmax = log_softmax
 
 
 def relu(x, alpha=0):  # noqa: F811 - Theano's signature (leaky when alpha != 0)
-    """max(x, 0), or the leaky ``x if x > 0 else alpha * x`` when ``alpha`` is given."""
-    from .math import relu as _relu, switch
+    """max(x, 0), or the leaky ``x if x > 0 else alpha * x`` when ``alpha`` is given.
 
+    A NumPy array (or number) in, a NumPy array out, as Theano's formula-based relu gave (programs and
+    Lasagne's tests compute reference values with it)."""
+    from ..math import relu as _relu, switch
+
+    if not isinstance(x, Variable) and not isinstance(alpha, Variable):
+        x = np.asarray(x)
+        if alpha == 0:
+            return np.maximum(x, 0)
+        return np.where(x > 0, x, x * np.asarray(alpha, dtype=x.dtype) if x.dtype.kind == "f" else alpha * x)
     if isinstance(alpha, (int, float)) and alpha == 0:
         return _relu(x)
     x = as_tensor_variable(x)
     return switch(x > 0, x, alpha * x)
 
-
-
-def ultra_fast_sigmoid(x):
-    return sigmoid(x)

@@ -1,0 +1,165 @@
+"""Outsiders' Theano programs, run unchanged through ``python -m coursekit.theano`` (issue 27).
+
+    python benchmarks/theano_programs.py            # every program; writes results/<date>-theano-programs.*
+    python benchmarks/theano_programs.py --only lasagne-mnist-mlp
+
+Each program comes from a public repository at a pinned commit, fetched at run time (``tests/compat/
+libraries.py``); none is edited.  Where a program downloads a data set, the runner writes a small
+*synthetic* file of the same format where the program looks for it first (so the program never reaches
+the network); the numbers it prints are therefore not the published ones, and only "ran to the end,
+exit 0" is recorded, with the porting report's missing names.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "compat"))
+import libraries  # noqa: E402
+
+
+def synthetic_mnist_idx(folder, n_train=11000, n_test=1000, seed=0):
+    """MNIST's four gzip'd IDX files (Yann LeCun's format) holding random learnable digits-like images."""
+    rng = np.random.default_rng(seed)
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        labels = rng.integers(0, 10, n).astype(np.uint8)
+        images = rng.integers(0, 60, (n, 28, 28)).astype(np.uint8)
+        for k in range(10):
+            images[labels == k, 2 * k + 4:2 * k + 7, 4:24] = 230
+        with gzip.open(folder / f"{prefix}-images-idx3-ubyte.gz", "wb") as f:
+            f.write(np.array([2051, n, 28, 28], ">i4").tobytes() + images.tobytes())
+        with gzip.open(folder / f"{prefix}-labels-idx1-ubyte.gz", "wb") as f:
+            f.write(np.array([2049, n], ">i4").tobytes() + labels.tobytes())
+
+
+NEWMU = ("newmu-theano-tutorials", "https://github.com/Newmu/Theano-Tutorials.git",
+         "49de4c52f45ab7b05cea3dbad039270f816be70c", "COURSEKIT_NEWMU_SRC")
+
+
+def newmu(name):
+    """Alec Radford's Theano-Tutorials, Python 2: their print statements made calls (and nothing else)."""
+    return libraries.checkout(*NEWMU, fix=libraries.python2_prints_to_python3) / name
+
+
+def synthetic_mnist_pickle(folder, sizes=(1200, 600, 600), seed=0):
+    """The Deep Learning Tutorials' ``mnist.pkl.gz``: (train, valid, test) pairs of float images and labels."""
+    import pickle
+
+    rng = np.random.default_rng(seed)
+    sets = []
+    for n in sizes:
+        labels = rng.integers(0, 10, n)
+        images = rng.random((n, 28, 28), dtype=np.float32) * 0.25
+        for k in range(10):
+            images[labels == k, 2 * k + 4:2 * k + 7, 4:24] = 0.9
+        sets.append((images.reshape(n, 784), labels))
+    with gzip.open(folder / "mnist.pkl.gz", "wb") as f:
+        pickle.dump(tuple(sets), f)
+
+
+DLT = ("deep-learning-tutorials", "https://github.com/lisa-lab/DeepLearningTutorials.git",
+       "11c465105026cf87573937fc2d35ab7543678698", "COURSEKIT_DLT_SRC")
+
+
+def dlt(name):
+    return libraries.checkout(*DLT, sparse=["code"]) / "code" / name
+
+
+def lasagne_example(name):
+    return libraries.lasagne_source() / "examples" / name
+
+
+# name -> (source description, program path getter, arguments, data maker or None, timeout seconds)
+PROGRAMS = {
+    "lasagne-mnist-mlp": ("Lasagne/Lasagne@5d3c63c examples/mnist.py", lambda: lasagne_example("mnist.py"),
+                          ["mlp", "1"], synthetic_mnist_idx, 1800),
+    "lasagne-mnist-custom-mlp": ("Lasagne/Lasagne@5d3c63c examples/mnist.py", lambda: lasagne_example("mnist.py"),
+                                 ["custom_mlp:2,200,0.2,0.5", "1"], synthetic_mnist_idx, 1800),
+    "lasagne-mnist-cnn": ("Lasagne/Lasagne@5d3c63c examples/mnist.py", lambda: lasagne_example("mnist.py"),
+                          ["cnn", "1"], synthetic_mnist_idx, 3000),
+    "newmu-0-multiply": ("Newmu/Theano-Tutorials@49de4c5 0_multiply.py (print statements made calls)",
+                         lambda: newmu("0_multiply.py"), [], None, 600),
+    "newmu-1-linear-regression": ("Newmu/Theano-Tutorials@49de4c5 1_linear_regression.py (print statements made "
+                                  "calls)", lambda: newmu("1_linear_regression.py"), [], None, 900),
+    "dlt-logistic-sgd": ("lisa-lab/DeepLearningTutorials@11c4651 code/logistic_sgd.py", lambda: dlt("logistic_sgd.py"),
+                         [], synthetic_mnist_pickle, 1800),
+    "dlt-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/mlp.py", lambda: dlt("mlp.py"), [],
+                synthetic_mnist_pickle, 2400),
+    "dlt-dA": ("lisa-lab/DeepLearningTutorials@11c4651 code/dA.py (writes its filter images)", lambda: dlt("dA.py"),
+               [], synthetic_mnist_pickle, 2400),
+    "dlt-convolutional-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/convolutional_mlp.py",
+                              lambda: dlt("convolutional_mlp.py"), [], synthetic_mnist_pickle, 3000),
+    "lasagne-recurrent": ("Lasagne/Lasagne@5d3c63c examples/recurrent.py (its own synthetic adding problem)",
+                          lambda: lasagne_example("recurrent.py"), [], None, 3000),
+}
+
+
+def run(name, flags):
+    source, path_of, args, make_data, timeout = PROGRAMS[name]
+    try:
+        program = path_of()
+    except libraries.Unavailable as exc:
+        return {"program": name, "source": source, "result": f"not available: {exc}"}
+    work = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-"))
+    if make_data is not None:
+        make_data(work)
+    report = work / "porting-report.json"
+    extra = [str(libraries.lasagne_source())] if name.startswith("lasagne") else []
+    env = dict(os.environ, THEANO_FLAGS=flags, PYTHONPATH=os.pathsep.join([str(REPO), *extra]))
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")  # on a shared machine, BLAS threads fighting for cores made
+    env.setdefault("OMP_NUM_THREADS", "1")       # Lasagne's recurrent.py 13x slower (11.7 s vs 0.9 s a step)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
+                               *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+        rc, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+    except subprocess.TimeoutExpired:
+        rc, tail = "timeout", [f"still running after {timeout} s"]
+    missing = json.loads(report.read_text())["missing"] if report.exists() else []
+    return {"program": name, "source": source, "args": args, "flags": flags, "exit": rc,
+            "result": "ran to the end" if rc == 0 else "failed", "missing": missing, "last_lines": tail,
+            "seconds": round(time.perf_counter() - start, 1)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=None, help="comma-separated program names")
+    parser.add_argument("--flags", default="device=cpu", help="THEANO_FLAGS for every program")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args()
+    names = args.only.split(",") if args.only else list(PROGRAMS)
+    rows = [run(name, args.flags) for name in names]
+    lines = [f"# Outsiders' Theano programs through `python -m coursekit.theano` ({args.flags})", "",
+             f"{sum(r.get('exit') == 0 for r in rows)} of {len(rows)} ran to the end; {dt.date.today()}, "
+             f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs. Data sets are synthetic files in the "
+             "programs' own formats (the printed accuracies are not the published ones).", "",
+             "| program | source | result | missing names | seconds |", "|---|---|---|---|---|"]
+    for r in rows:
+        last = (r.get("last_lines") or ["-"])[-1][:70].replace("|", "/")
+        lines.append(f"| {r['program']} {' '.join(r.get('args', []))} | {r['source']} | {r['result']} "
+                     f"(exit {r.get('exit')}); last line: `{last}` | {', '.join(r.get('missing', [])) or '-'} | "
+                     f"{r.get('seconds', '-')} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    for r in rows:
+        if r.get("exit") != 0:
+            print(r["program"], "\n  ", "\n   ".join(r.get("last_lines", [])))
+    if not args.no_save:
+        stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
+        stem.with_suffix(".md").write_text(text)
+        stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
