@@ -18,7 +18,8 @@ from coursekit.__main__ import main
 from coursekit.course import grader
 from coursekit.course.assignment import AssignmentError, select
 from coursekit.course.exercises import make_exercise
-from coursekit.course.export import csv_cell, write_exports
+from coursekit.course.escape import csv_cell
+from coursekit.course.export import write_exports
 from coursekit.course.grader import Score, load_references
 from coursekit.course.regrade import diff
 
@@ -142,7 +143,7 @@ def test_canvas_moodle_and_json_exports(tmp_path):
 
 
 @pytest.mark.parametrize("text, cell", [("=1+1", "'=1+1"), ("+1", "'+1"), ("-x", "'-x"), ("@SUM(A1)", "'@SUM(A1)"),
-                                        ("\tx", "'\tx"), ("\rx", "'\rx"), ("alice", "alice"), (-1.5, "-1.5")])
+                                        ("\tx", "'\tx"), ("\rx", "'x"), ("alice", "alice"), (-1.5, "-1.5")])
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(text, cell):
     assert csv_cell(text) == cell
 

@@ -47,6 +47,8 @@ def one_line(text) -> str:
 def csv_cell(text) -> str:
     """``text`` for a CSV cell a spreadsheet shows and never runs: a formula's first character is
     preceded by ``'``; controls are stripped. Numbers the grader wrote itself need no help."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        return str(text)                 # a number is a number, never a formula, "-1.5" included
     text = str(text)
     if text.startswith(FORMULA_STARTS):
         text = "'" + text

@@ -24,23 +24,10 @@ import csv
 import json
 from pathlib import Path
 
+from .escape import csv_cell
 from .report import number
 
 FORMATS = ("canvas", "moodle", "json")
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection): "=HYPERLINK(...)".
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value) -> str:
-    """``value`` as a CSV cell a spreadsheet shows as text: a leading ``= + - @``, tab or carriage
-    return gets a ``'`` in front (OWASP's advice), so a student named ``=cmd|...`` is not a formula.
-    Numbers are left alone: a negative number is a number, not a formula."""
-    if isinstance(value, (int, float)):
-        return str(value)
-    text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
-
-
 def parse_formats(spec: str | None) -> list[str]:
     """``"canvas,json"`` -> ``["canvas", "json"]``; an unknown name is a ValueError listing the known."""
     if not spec:

@@ -29,7 +29,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from . import submissions
-from .export import csv_cell
+from .escape import csv_cell
 from .report import _md, number
 from .scores import Score
 
