@@ -1,4 +1,4 @@
-"""Lessons 1-6, 8 and 10 say what their stored outputs show (issue 23).
+"""Lessons 1-6, 8, 9 and 10 say what their stored outputs show (issue 23).
 
 Three checks on the committed notebooks (nothing is executed here; nbval re-runs the lessons, and the
 lessons' own ``assert`` lines check each sentence that reads a printed figure at run time):
@@ -20,7 +20,8 @@ import pytest
 
 NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
 LESSONS = ["01_tour", "02_exp_benchmark", "03_handles_and_borrow", "04_curse_of_gpufromhost",
-           "05_logistic_regression", "06_what_a_gpu_accelerates", "08_loops_with_scan", "10_afternoon_project"]
+           "05_logistic_regression", "06_what_a_gpu_accelerates", "08_loops_with_scan", "09_inside_the_compiler",
+           "10_afternoon_project"]
 BAND = re.compile(r"uncalibrated|±\d+%|[-+]\d+%/[-+]\d+%")
 MODELLED_TIME = re.compile(r"modelled \(.*\d(?:\.\d+)?\s?(?:µs|ms)\b|\d(?:\.\d+)?\s?(?:µs|ms)\b.*modelled \(")
 

@@ -41,6 +41,28 @@ from . import global_rewrite, local_rewrite
 
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
 
+# Nodes that stay on the host although their op has a GPU twin, as rules: (name, test of the node given what
+# placement knows so far).  Each reads only the op's own declarations; the first that holds keeps the node home.
+# * shape work: a node computing only from shapes (``shape_only`` ops' results, such as ``Shape``) and
+#   constants stays on the host, as Theano kept it: ``flatten(2)`` of a device array reads the shape on the
+#   host and indexes it there, with no round trip through the device (integer results only);
+# * follows its inputs: an op declaring ``follows_inputs`` (``MakeVector``) runs on the device only when one
+#   of its inputs already lives there (``T.stack`` of two device sums: one launch, not two copies home).
+def _shape_work(placer, node):
+    """Integer results from shapes and constants (a float such as ``1 / x.size`` that a kernel reads is lifted:
+    kept home it would cross to the device as a copy, unless it reaches the kernel as a scalar argument)."""
+    return (all(isinstance(v, Constant) or v in placer.shape_values for v in node.inputs)
+            and any(not isinstance(v, Constant) for v in node.inputs)
+            and all(o.type.dtype[0] in "iub" for o in node.outputs))
+
+
+def _inputs_on_host(placer, node):
+    return getattr(node.op, "follows_inputs", False) and all(placer.device_value(v) is None for v in node.inputs)
+
+
+PLACEMENT_RULES = (("shape work stays on the host", _shape_work),
+                   ("follows its inputs", _inputs_on_host))
+
 
 def one_element(var):
     """Is ``var`` known, from its type alone, to hold exactly one element?"""
@@ -53,6 +75,11 @@ class _Placer:
         self.host_of, self.dev_of = {}, {}
         self.float64_ops = []
         self.host_scalars = getattr(fgraph, "host_scalar_nodes", None)   # None: the host_scalars rule is off
+        self.shape_values = set()   # host values computed from shapes alone (PLACEMENT_RULES' shape work)
+
+    def stays_on_host(self, node):
+        """The name of the first of PLACEMENT_RULES that keeps ``node`` on the host, or None."""
+        return next((name for name, holds in PLACEMENT_RULES if holds(self, node)), None)
 
     def scalar_argument(self, gpu_op, var):
         """Does ``var`` reach ``gpu_op`` as a kernel's scalar argument (host_scalars rule): a one-element host
@@ -113,7 +140,10 @@ class _Placer:
             self.place_device_node(node)
             return
         gpu_op = None
-        if self.target is not None and not (self.host_scalars and node in self.host_scalars):
+        stays = self.stays_on_host(node)
+        if getattr(op, "shape_only", False) or (stays is not None and _shape_work(self, node)):
+            self.shape_values.update(node.outputs)
+        if self.target is not None and stays is None and not (self.host_scalars and node in self.host_scalars):
             dtypes = {v.type.dtype for v in node.inputs + node.outputs}
             if dtypes <= GPU_DTYPES:
                 gpu_op = gpu_op_for(node, self.target)

@@ -60,17 +60,26 @@ class ShapeI(Op):
         return [None]
 
 
-class MakeVector(Op):
-    """Stack scalars into a vector (``T.stack([a, b])`` of scalars)."""
+class MakeVector(XpOp):
+    """Stack scalars into a vector (``T.stack([a, b])`` of scalars).
+
+    It runs where its scalars live (``follows_inputs``): on the device when one of them is a device value
+    (a sum computed there), so two scalars do not each cross to the host; on the host for shape work.
+    """
     verified_outputs = True
 
     __props__ = ("dtype",)
+    gpu_name = "GpuMakeVector"
+    follows_inputs = True   # placement lifts it only when an input already lives on the device
 
     def __init__(self, dtype):
         self.dtype = dtype
 
     def make_node(self, *scalars):
         return Apply(self, list(scalars), [TensorType(self.dtype, (len(scalars) == 1,)).make_variable()])
+
+    def run(self, xp, inputs, output_storage):
+        output_storage[0][0] = xp.stack([xp.asarray(x, dtype=self.dtype) for x in inputs])
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.array(inputs, dtype=self.dtype)
