@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from coursekit import config
 from coursekit.course.judge import judge_cells
 
 
@@ -28,6 +29,13 @@ def run_judged_twice(cells, graded_id, graded_source, report_dir, nonce, module_
     judge must pass too; when it failed an assertion, the judge must fail with the same message; when
     the probe raised anything else, nothing was reported and the judge must say so.
     """
+    # a notebook's setup cell sets flags for its kernel (``theano.config.device = "gpu"``); here that
+    # kernel is this test process, so the flags go back when the run ends
+    with config.change():
+        _run(cells, graded_id, graded_source, report_dir, nonce, module_name)
+
+
+def _run(cells, graded_id, graded_source, report_dir, nonce, module_name):
     namespace = {"__name__": module_name}
     for label, source in cells:
         exec(compile(source, label, "exec"), namespace)
