@@ -139,8 +139,22 @@ def main():
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(PROGRAMS)
-    rows = [run(name, args.flags) for name in names]
-    lines = [f"# Outsiders' Theano programs through `python -m coursekit.theano` ({args.flags})", "",
+    rows = []
+    for name in names:  # the table is rewritten after each program, so a long run keeps what it finished
+        rows.append(run(name, args.flags))
+        text = _table(rows, args.flags)
+        if not args.no_save:
+            stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
+            stem.with_suffix(".md").write_text(text)
+            stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    print(text)
+    for r in rows:
+        if r.get("exit") != 0:
+            print(r["program"], "\n  ", "\n   ".join(r.get("last_lines", [])))
+
+
+def _table(rows, flags):
+    lines = [f"# Outsiders' Theano programs through `python -m coursekit.theano` ({flags})", "",
              f"{sum(r.get('exit') == 0 for r in rows)} of {len(rows)} ran to the end; {dt.date.today()}, "
              f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs. Data sets are synthetic files in the "
              "programs' own formats (the printed accuracies are not the published ones).", "",
@@ -150,15 +164,7 @@ def main():
         lines.append(f"| {r['program']} {' '.join(r.get('args', []))} | {r['source']} | {r['result']} "
                      f"(exit {r.get('exit')}); last line: `{last}` | {', '.join(r.get('missing', [])) or '-'} | "
                      f"{r.get('seconds', '-')} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    for r in rows:
-        if r.get("exit") != 0:
-            print(r["program"], "\n  ", "\n   ".join(r.get("last_lines", [])))
-    if not args.no_save:
-        stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
-        stem.with_suffix(".md").write_text(text)
-        stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
