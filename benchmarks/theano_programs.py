@@ -123,7 +123,8 @@ def run(name, flags):
     try:
         proc = subprocess.run([sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
                                *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-        rc, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        shown = proc.stdout if proc.returncode == 0 and proc.stdout.strip() else proc.stdout + proc.stderr
+        rc, tail = proc.returncode, shown.strip().splitlines()[-3:]  # what it printed last (its error if it failed)
     except subprocess.TimeoutExpired:
         rc, tail = "timeout", [f"still running after {timeout} s"]
     missing = json.loads(report.read_text())["missing"] if report.exists() else []
