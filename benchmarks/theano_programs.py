@@ -100,6 +100,14 @@ PROGRAMS = {
                [], synthetic_mnist_pickle, 2400),
     "dlt-convolutional-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/convolutional_mlp.py",
                               lambda: dlt("convolutional_mlp.py"), [], synthetic_mnist_pickle, 3000),
+    "dlt-cA": ("lisa-lab/DeepLearningTutorials@11c4651 code/cA.py", lambda: dlt("cA.py"), [],
+               synthetic_mnist_pickle, 2400),
+    "dlt-rbm": ("lisa-lab/DeepLearningTutorials@11c4651 code/rbm.py", lambda: dlt("rbm.py"), [],
+                synthetic_mnist_pickle, 3000),
+    "dlt-SdA": ("lisa-lab/DeepLearningTutorials@11c4651 code/SdA.py", lambda: dlt("SdA.py"), [],
+                synthetic_mnist_pickle, 3000),
+    "dlt-DBN": ("lisa-lab/DeepLearningTutorials@11c4651 code/DBN.py", lambda: dlt("DBN.py"), [],
+                synthetic_mnist_pickle, 3000),
     "lasagne-recurrent": ("Lasagne/Lasagne@5d3c63c examples/recurrent.py (its own synthetic adding problem)",
                           lambda: lasagne_example("recurrent.py"), [], None, 3000),
 }
@@ -138,14 +146,16 @@ def main():
     parser.add_argument("--only", default=None, help="comma-separated program names")
     parser.add_argument("--flags", default="device=cpu", help="THEANO_FLAGS for every program")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep today's results of the programs not run now")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(PROGRAMS)
-    rows = []
+    stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
+    earlier = json.loads(stem.with_suffix(".json").read_text()) if args.keep and stem.with_suffix(".json").exists() else []
+    rows = [r for r in earlier if r["program"] not in names]  # --keep: today's other programs stay in the table
     for name in names:  # the table is rewritten after each program, so a long run keeps what it finished
         rows.append(run(name, args.flags))
         text = _table(rows, args.flags)
         if not args.no_save:
-            stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
             stem.with_suffix(".md").write_text(text)
             stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
     print(text)
