@@ -147,9 +147,10 @@ def main():
     parser.add_argument("--flags", default="device=cpu", help="THEANO_FLAGS for every program")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep today's results of the programs not run now")
+    parser.add_argument("--tag", default="", help="a suffix for the results files (runs side by side)")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(PROGRAMS)
-    stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
+    stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs{'-' + args.tag if args.tag else ''}"
     earlier = json.loads(stem.with_suffix(".json").read_text()) if args.keep and stem.with_suffix(".json").exists() else []
     rows = [r for r in earlier if r["program"] not in names]  # --keep: today's other programs stay in the table
     for name in names:  # the table is rewritten after each program, so a long run keeps what it finished
