@@ -100,6 +100,14 @@ PROGRAMS = {
                [], synthetic_mnist_pickle, 2400),
     "dlt-convolutional-mlp": ("lisa-lab/DeepLearningTutorials@11c4651 code/convolutional_mlp.py",
                               lambda: dlt("convolutional_mlp.py"), [], synthetic_mnist_pickle, 3000),
+    "dlt-cA": ("lisa-lab/DeepLearningTutorials@11c4651 code/cA.py", lambda: dlt("cA.py"), [],
+               synthetic_mnist_pickle, 2400),
+    "dlt-rbm": ("lisa-lab/DeepLearningTutorials@11c4651 code/rbm.py", lambda: dlt("rbm.py"), [],
+                synthetic_mnist_pickle, 3000),
+    "dlt-SdA": ("lisa-lab/DeepLearningTutorials@11c4651 code/SdA.py", lambda: dlt("SdA.py"), [],
+                synthetic_mnist_pickle, 3000),
+    "dlt-DBN": ("lisa-lab/DeepLearningTutorials@11c4651 code/DBN.py", lambda: dlt("DBN.py"), [],
+                synthetic_mnist_pickle, 3000),
     "lasagne-recurrent": ("Lasagne/Lasagne@5d3c63c examples/recurrent.py (its own synthetic adding problem)",
                           lambda: lasagne_example("recurrent.py"), [], None, 3000),
 }
@@ -123,7 +131,8 @@ def run(name, flags):
     try:
         proc = subprocess.run([sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
                                *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-        rc, tail = proc.returncode, (proc.stdout + proc.stderr).strip().splitlines()[-3:]
+        shown = proc.stdout if proc.returncode == 0 and proc.stdout.strip() else proc.stdout + proc.stderr
+        rc, tail = proc.returncode, shown.strip().splitlines()[-3:]  # what it printed last (its error if it failed)
     except subprocess.TimeoutExpired:
         rc, tail = "timeout", [f"still running after {timeout} s"]
     missing = json.loads(report.read_text())["missing"] if report.exists() else []
@@ -137,10 +146,27 @@ def main():
     parser.add_argument("--only", default=None, help="comma-separated program names")
     parser.add_argument("--flags", default="device=cpu", help="THEANO_FLAGS for every program")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep today's results of the programs not run now")
+    parser.add_argument("--tag", default="", help="a suffix for the results files (runs side by side)")
     args = parser.parse_args()
     names = args.only.split(",") if args.only else list(PROGRAMS)
-    rows = [run(name, args.flags) for name in names]
-    lines = [f"# Outsiders' Theano programs through `python -m coursekit.theano` ({args.flags})", "",
+    stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs{'-' + args.tag if args.tag else ''}"
+    earlier = json.loads(stem.with_suffix(".json").read_text()) if args.keep and stem.with_suffix(".json").exists() else []
+    rows = [r for r in earlier if r["program"] not in names]  # --keep: today's other programs stay in the table
+    for name in names:  # the table is rewritten after each program, so a long run keeps what it finished
+        rows.append(run(name, args.flags))
+        text = _table(rows, args.flags)
+        if not args.no_save:
+            stem.with_suffix(".md").write_text(text)
+            stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    print(text)
+    for r in rows:
+        if r.get("exit") != 0:
+            print(r["program"], "\n  ", "\n   ".join(r.get("last_lines", [])))
+
+
+def _table(rows, flags):
+    lines = [f"# Outsiders' Theano programs through `python -m coursekit.theano` ({flags})", "",
              f"{sum(r.get('exit') == 0 for r in rows)} of {len(rows)} ran to the end; {dt.date.today()}, "
              f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs. Data sets are synthetic files in the "
              "programs' own formats (the printed accuracies are not the published ones).", "",
@@ -150,15 +176,7 @@ def main():
         lines.append(f"| {r['program']} {' '.join(r.get('args', []))} | {r['source']} | {r['result']} "
                      f"(exit {r.get('exit')}); last line: `{last}` | {', '.join(r.get('missing', [])) or '-'} | "
                      f"{r.get('seconds', '-')} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    for r in rows:
-        if r.get("exit") != 0:
-            print(r["program"], "\n  ", "\n   ".join(r.get("last_lines", [])))
-    if not args.no_save:
-        stem = REPO / "benchmarks" / "results" / f"{dt.date.today()}-theano-programs"
-        stem.with_suffix(".md").write_text(text)
-        stem.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

@@ -44,6 +44,12 @@ def test_theano_and_its_submodules_are_coursekits(tmp_path):
         assert theano.tensor.nnet.conv.conv2d is coursekit.tensor.nnet.conv.conv2d
         x = T.matrix("x")
         assert inputs([T.exp(x) + 1])[0] is x
+        from theano.gof.graph import is_same_graph
+        from theano.scan_module.scan_utils import equal_computations
+        assert is_same_graph(T.exp(x) + 1, T.exp(x) + 1) and not is_same_graph(T.exp(x), T.log(x))
+        assert equal_computations([x * 2], [x * 2]) and not equal_computations([x * 2], [x * 3])
+        from theano import gpuarray
+        assert gpuarray.pygpu_activated is False and theano.sandbox.cuda.cuda_enabled is False
         import numpy as np
         print(theano.function([x], (x * 2).sum())(np.ones((2, 3))))
     """, env=clean_env()).stdout
