@@ -86,6 +86,16 @@ bool ensure_fibers(size_t n) {
     return true;
 }
 
+// Give the stacks back.  Each module (a compiled kernel source) has its own region, and every fiber's
+// guard page splits it into two mappings: kept for the life of the process, a few hundred modules
+// reach the kernel's limit on mappings (vm.max_map_count, 65530) and the next launch anywhere fails.
+// Reserving afresh costs more than a small launch (fresh pages), so only idle modules give theirs back.
+void release_fibers() {
+    if (g_region) munmap(g_region, g_region_bytes);
+    g_region = nullptr; g_region_bytes = 0; g_region_fibers = 0;
+    g_fibers.clear();
+}
+
 size_t stack_bytes() { return g_slot - kGuard; }
 
 // Index of the fiber whose guard page holds `addr`, or -1.

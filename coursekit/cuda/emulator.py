@@ -109,6 +109,25 @@ class EmulatorTime(float):
 # single-threaded, and the signal handlers a launch installs are process-wide.
 _LAUNCH_LOCK = threading.Lock()
 
+# Libraries whose fiber stacks are reserved, most recently launched last, with their CUDA thread count.
+# Each thread's stack has a guard page, so a library holds about two memory mappings per thread, and
+# Linux allows 65530 per process: a process that loads hundreds of modules (a test run, a long notebook)
+# must give the idle ones' stacks back. Keeping the recent ones keeps a loop of launches from paying
+# the reservation (fresh pages: about 1 ms for 256 threads) every time.
+STACKS_KEPT, THREADS_KEPT = 32, 8192      # at most about 16,000 mappings
+_HOLDING: dict = {}
+
+
+def _holds_stacks(lib, threads):
+    """Note that ``lib`` just launched ``threads`` per block; give back the least recently launched
+    libraries' stacks beyond STACKS_KEPT libraries or THREADS_KEPT threads (``lib``'s own are kept)."""
+    _HOLDING.pop(id(lib), None)
+    _HOLDING[id(lib)] = (lib, max(64, threads))       # the runtime reserves at least 64 stacks
+    while len(_HOLDING) > 1 and (len(_HOLDING) > STACKS_KEPT
+                                 or sum(n for _, n in _HOLDING.values()) > THREADS_KEPT):
+        idle, _ = _HOLDING.pop(next(iter(_HOLDING)))
+        idle.lib.ck_release_fibers()
+
 
 class EmulatorLibrary:
     """One compiled module (a .so); launches are serialised (the runtime is single-threaded)."""
@@ -285,6 +304,7 @@ class EmulatorKernel:
                     warp_counts.begin(lib, dyn)
             rc = lib.launch(self._entry, slots, *grid, *block, dyn, 1 if reverse else 0, self._name_b,
                             1 if on_main else 0, self.last_timeout)
+            _holds_stacks(lib, block[0] * block[1] * block[2])
             if lib.counts_reads:
                 self.bytes_read = _counted(lib, arrays)
                 if self.module.warp_counts:

@@ -42,8 +42,9 @@ def _erfc(x, out=None):
 
 _TWO_OVER_SQRT_PI = 2 / np.sqrt(np.pi)
 _NEW = [
-    ("isnan", 1, np.isnan, _no_grad, "isnan({0})", False),
-    ("isinf", 1, np.isinf, _no_grad, "isinf({0})", False),
+    # through double: CUDA has no integer isnan/isinf (nvcc rejects isinf(int) in a kernel); exact for floats
+    ("isnan", 1, np.isnan, _no_grad, "isnan((double)({0}))", False),
+    ("isinf", 1, np.isinf, _no_grad, "isinf((double)({0}))", False),
     ("reciprocal", 1, np.reciprocal, lambda i, z, g: [-g * z * z], "(1 / {0})", True),
     ("log2", 1, np.log2, lambda i, z, g: [g / (i[0] * np.log(2.0))], "log2({0})", False),
     ("log10", 1, np.log10, lambda i, z, g: [g / (i[0] * np.log(10.0))], "log10({0})", False),
