@@ -200,57 +200,6 @@ def _cgroup_version() -> str | None:
     return None
 
 
-OPTIONAL_FLAGS = ("--disable-userns", "--size")
-
-
-def _bwrap_flags() -> tuple[str, ...] | None:
-    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real
-    sandbox), or None when bubblewrap cannot make a sandbox at all here."""
-    def works(flags) -> bool:
-        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, 1), *_bind_args(), "--", sys.executable,
-                 "-I", "-S", "-c", "pass"]
-        try:
-            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
-
-    if not works(()):
-        return None
-    return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
-
-
-def _cgroup_version() -> str | None:
-    """"v2" or "v1" when this process may create cgroups with memory and pids controllers."""
-    if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
-        return None
-    for version, paths in (("v2", [CGROUP_ROOT]), ("v1", [CGROUP_ROOT / "memory", CGROUP_ROOT / "pids"])):
-        if version == "v2" and not (CGROUP_ROOT / "cgroup.controllers").exists():
-            continue
-        if version == "v2":
-            controllers = (CGROUP_ROOT / "cgroup.subtree_control").read_text().split() \
-                if (CGROUP_ROOT / "cgroup.subtree_control").exists() else []
-            if not {"memory", "pids"} <= set(controllers):
-                continue
-        probes = [p / f"coursekit-probe-{os.getpid()}" for p in paths]
-        try:
-            for probe in probes:
-                probe.mkdir()
-            return version
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                try:
-                    probe.rmdir()
-                except OSError:
-                    pass
-    return None
-
-
-# --------------------------------------------------------------------------------------------
-# The kernel's command line.
-
-
 def _bwrap_namespace_args(flags, size_mb: int) -> list[str]:
     """Every namespace, an unprivileged uid with no capabilities in its own user namespace (as root
     too: ``--cap-drop ALL`` empties the bounding set), no further user namespaces where bubblewrap
