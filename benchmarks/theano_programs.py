@@ -112,6 +112,14 @@ PROGRAMS = {
                           lambda: lasagne_example("recurrent.py"), [], None, 3000),
 }
 
+# Keras 1.x examples (issue 27, helper K): entries added only inside this block.
+PROGRAMS.update({
+})
+
+# More outsiders' programs (issue 27, helper P): entries added only inside this block.
+PROGRAMS.update({
+})
+
 
 def run(name, flags):
     source, path_of, args, make_data, timeout = PROGRAMS[name]
