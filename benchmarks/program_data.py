@@ -10,6 +10,8 @@ folder.
 from __future__ import annotations
 
 import gzip
+import os
+import pathlib
 import pickle
 import shutil
 import sys
@@ -53,6 +55,23 @@ def recipe(path):
     return libraries.checkout(*RECIPES, fix=python2_to_python3) / path
 
 
+PACKT = ("deep-learning-with-theano", "https://github.com/PacktPublishing/Deep-Learning-with-Theano.git",
+         "94a0acce79a5324d5522e866e9f4fe40acb8ce6f", "COURSEKIT_PACKT_SRC")
+
+
+def packt(path):
+    """Christopher Bourez's *Deep Learning with Theano* (Packt, 2017): the book's chapter programs."""
+    return libraries.checkout(*PACKT, sparse=[path.split("/")[0]]) / path
+
+
+def in_subfolder(name, maker):
+    """A data maker writing what ``maker`` writes into ``work/name`` (a folder a launcher binds elsewhere)."""
+    def make(work):
+        (work / name).mkdir()
+        maker(work / name)
+    return make
+
+
 def needs_bwrap(path):
     """``path``, once bubblewrap is known to be installed (else the program is 'not available')."""
     if shutil.which("bwrap") is None:
@@ -60,14 +79,25 @@ def needs_bwrap(path):
     return path
 
 
-def bind_onto(folder, target, mask):
+def bind_onto(folder, target):
     """A launcher: run the program with ``work/folder`` mounted at the absolute path ``target``.
 
-    ``mask`` (a parent of ``target`` that exists, e.g. ``/media``) gets an empty tmpfs first, so the mount
-    point is made in memory, never on the machine's disk."""
+    Bubblewrap builds the program's root from the machine's top-level folders, except the one ``target``
+    lies in (``/media`` for ``/media/datasets``), which is an empty tmpfs holding only the bound folder: the
+    mount point is made in memory, never on the machine's disk."""
+    top = "/" + target.strip("/").split("/")[0]
+
     def launch(work):
-        return ["bwrap", "--dev-bind", "/", "/", "--tmpfs", mask, "--bind", str(work / folder), target,
-                "--die-with-parent", "--"], {}
+        args = ["bwrap"]
+        for entry in sorted(pathlib.Path("/").iterdir()):
+            if str(entry) == top:
+                continue
+            if entry.is_symlink():
+                args += ["--symlink", os.readlink(entry), str(entry)]
+            else:
+                args += ["--dev-bind", str(entry), str(entry)]
+        return args + ["--tmpfs", top, "--bind", str(work / folder), target, "--chdir", str(work),
+                       "--die-with-parent", "--"], {}
     return launch
 
 

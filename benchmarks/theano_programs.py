@@ -119,7 +119,7 @@ PROGRAMS.update({
 # More outsiders' programs (issue 27, helper P): entries added only inside this block.
 import program_data as P  # noqa: E402  (benchmarks/program_data.py: synthetic data, sources, launchers)
 
-_NEWMU_BIND = P.bind_onto("datasets", "/media/datasets", "/media")
+_NEWMU_BIND = P.bind_onto("datasets", "/media/datasets")
 PROGRAMS.update({
     **{f"newmu-{stem.replace('_', '-')}": (
         f"Newmu/Theano-Tutorials@49de4c5 {stem}.py (print statements made calls; its load.py reads "
@@ -139,6 +139,14 @@ PROGRAMS.update({
                            "cPickle made Python 3)", lambda: P.gwtaylor("rnn.py"), [], None, 900),
     "theano-rnn-minibatch": ("gwtaylor/theano-rnn@f7a091d rnn_minibatch.py (its own data; Python 2 made Python 3 "
                              "as rnn.py)", lambda: P.gwtaylor("rnn_minibatch.py"), [], None, 900),
+    "book-ch13-python-op": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter13/1-python-op.py (a Python op; "
+                            "pprint, debugprint, pydotprint)", lambda: P.packt("Chapter13/1-python-op.py"), [], None,
+                            300),
+    "book-ch12-rbm": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter12/1-rbm.py (reads "
+                      "/sharedfiles/mnist.pkl.gz, bound by bubblewrap onto a synthetic copy)",
+                      lambda: P.needs_bwrap(P.packt("Chapter12/1-rbm.py")), [],
+                      P.in_subfolder("sharedfiles", synthetic_mnist_pickle), 1200,
+                      P.bind_onto("sharedfiles", "/sharedfiles")),
     "lasagne-recipes-vae": ("Lasagne/Recipes@7b4516e examples/variational_autoencoder/variational_autoencoder.py "
                     "--num_epochs 1 (xrange made range)",
                     lambda: P.recipe("examples/variational_autoencoder/variational_autoencoder.py"),
@@ -171,8 +179,9 @@ def run(name, flags):
                                *args], cwd=work, env={**env, **launch_env}, capture_output=True, text=True, timeout=timeout)
         shown = proc.stdout if proc.returncode == 0 and proc.stdout.strip() else proc.stdout + proc.stderr
         rc, tail = proc.returncode, shown.strip().splitlines()[-3:]  # what it printed last (its error if it failed)
-    except subprocess.TimeoutExpired:
-        rc, tail = "timeout", [f"still running after {timeout} s"]
+    except subprocess.TimeoutExpired as exc:  # what it had printed by then says how far it got
+        printed = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        rc, tail = "timeout", [*printed.strip().splitlines()[-2:], f"still running after {timeout} s"]
     missing = json.loads(report.read_text())["missing"] if report.exists() else []
     return {"program": name, "source": source, "args": args, "flags": flags, "exit": rc,
             "result": "ran to the end" if rc == 0 else "failed", "missing": missing, "last_lines": tail,
