@@ -20,17 +20,20 @@ import numpy as np
 
 import libraries  # tests/compat/libraries.py, put on sys.path by theano_programs.py
 
-GWTAYLOR = ("gwtaylor-theano-rnn", "https://github.com/gwtaylor/theano-rnn.git",
+GWTAYLOR = ("gwtaylor-theano-rnn-py3", "https://github.com/gwtaylor/theano-rnn.git",
             "f7a091d791f6d0871e5f8e38f5841066efe40d03", "COURSEKIT_THEANO_RNN_SRC")
 RECIPES = ("lasagne-recipes", "https://github.com/Lasagne/Recipes.git",
            "7b4516e722aab6055841d02168eba049a11fe6da", "COURSEKIT_RECIPES_SRC")
 # lib2to3's fixers for what these Python 2 programs use beyond print statements (nothing else is changed)
 PYTHON2_FIXERS = ["lib2to3.fixes.fix_print", "lib2to3.fixes.fix_xrange", "lib2to3.fixes.fix_imports"]
+# (old, new): standard-library names Python 3.8 removed, which lib2to3 predates
+REMOVED_NAMES = [("time.clock()", "time.perf_counter()")]
 
 
 def python2_to_python3(root, fixers=tuple(PYTHON2_FIXERS)):
     """Rewrite the Python 2 spellings ``fixers`` name (print statements, ``xrange``, ``cPickle``) in every
-    ``*.py`` under ``root`` with lib2to3's own fixers; a file lib2to3 cannot parse is left as it is."""
+    ``*.py`` under ``root`` with lib2to3's own fixers (a file lib2to3 cannot parse is left as it is), and
+    the :data:`REMOVED_NAMES`."""
     import warnings
 
     with warnings.catch_warnings():
@@ -39,14 +42,18 @@ def python2_to_python3(root, fixers=tuple(PYTHON2_FIXERS)):
 
     tool = refactor.RefactoringTool(list(fixers))
     for path in sorted(root.rglob("*.py")):
+        text = path.read_text()
+        for old, new in REMOVED_NAMES:
+            text = text.replace(old, new)
         try:
-            path.write_text(str(tool.refactor_string(path.read_text(), str(path))))
+            text = str(tool.refactor_string(text, str(path)))
         except Exception:  # noqa: BLE001 - lib2to3 cannot parse it: leave it
-            continue
+            pass
+        path.write_text(text)
 
 
 def gwtaylor(name):
-    """Graham Taylor's theano-rnn (Python 2: print statements, xrange and cPickle made Python 3)."""
+    """Graham Taylor's theano-rnn (Python 2: print statements, xrange, cPickle and time.clock made Python 3)."""
     return libraries.checkout(*GWTAYLOR, fix=python2_to_python3) / name
 
 
@@ -55,13 +62,15 @@ def recipe(path):
     return libraries.checkout(*RECIPES, fix=python2_to_python3) / path
 
 
-PACKT = ("deep-learning-with-theano", "https://github.com/PacktPublishing/Deep-Learning-with-Theano.git",
+PACKT = ("deep-learning-with-theano-py3", "https://github.com/PacktPublishing/Deep-Learning-with-Theano.git",
          "94a0acce79a5324d5522e866e9f4fe40acb8ce6f", "COURSEKIT_PACKT_SRC")
+PACKT_CHAPTERS = ["Chapter12", "Chapter13"]  # the chapters tried (the checkout is cached with these only)
 
 
 def packt(path):
-    """Christopher Bourez's *Deep Learning with Theano* (Packt, 2017): the book's chapter programs."""
-    return libraries.checkout(*PACKT, sparse=[path.split("/")[0]]) / path
+    """Christopher Bourez's *Deep Learning with Theano* (Packt, 2017): the book's chapter programs (Python 2
+    spellings in its helper modules made Python 3 as in :func:`gwtaylor`)."""
+    return libraries.checkout(*PACKT, sparse=PACKT_CHAPTERS, fix=python2_to_python3) / path
 
 
 def in_subfolder(name, maker):

@@ -138,12 +138,13 @@ PROGRAMS.update({
     "theano-rnn-metarnn": ("gwtaylor/theano-rnn@f7a091d rnn.py (its own lag-task data; Python 2 print, xrange, "
                            "cPickle made Python 3)", lambda: P.gwtaylor("rnn.py"), [], None, 900),
     "theano-rnn-minibatch": ("gwtaylor/theano-rnn@f7a091d rnn_minibatch.py (its own data; Python 2 made Python 3 "
-                             "as rnn.py)", lambda: P.gwtaylor("rnn_minibatch.py"), [], None, 900),
+                             "as rnn.py, and time.clock() as time.perf_counter())", lambda: P.gwtaylor("rnn_minibatch.py"), [], None, 900),
     "book-ch13-python-op": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter13/1-python-op.py (a Python op; "
                             "pprint, debugprint, pydotprint)", lambda: P.packt("Chapter13/1-python-op.py"), [], None,
                             300),
     "book-ch12-rbm": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter12/1-rbm.py (reads "
-                      "/sharedfiles/mnist.pkl.gz, bound by bubblewrap onto a synthetic copy)",
+                      "/sharedfiles/mnist.pkl.gz, bound by bubblewrap onto a synthetic copy; print statements "
+                      "of its utils.py made calls)",
                       lambda: P.needs_bwrap(P.packt("Chapter12/1-rbm.py")), [],
                       P.in_subfolder("sharedfiles", synthetic_mnist_pickle), 1200,
                       P.bind_onto("sharedfiles", "/sharedfiles")),

@@ -16,6 +16,10 @@ from ..compile.io import In
 from ..graph import Constant, Variable, clone_replace, graph_inputs
 from . import gof, gpuarray, gradient  # noqa: F401
 
+# what `from theano import *` gives: Theano's top-level names that coursekit has (the alias adds `theano`)
+__all__ = ["config", "function", "shared", "In", "Out", "Param", "Mode", "compile", "clone", "scan", "grad", "dot",
+           "pp", "printing", "tensor", "gof", "gradient", "ifelse", "sandbox", "scan_module", "gpuarray", "Apply",
+           "Variable", "Constant", "Op", "Type", "SharedVariable"]
 __version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it); coursekit's own is separate
 
 
