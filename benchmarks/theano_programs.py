@@ -125,8 +125,8 @@ PROGRAMS.update({
         f"Newmu/Theano-Tutorials@49de4c5 {stem}.py (print statements made calls; its load.py reads "
         "/media/datasets/mnist, bound by bubblewrap onto a synthetic copy)",
         lambda stem=stem: P.needs_bwrap(newmu(f"{stem}.py")), [], P.newmu_mnist, timeout, _NEWMU_BIND)
-       for stem, timeout in (("2_logistic_regression", 900), ("3_net", 900), ("4_modern_net", 900),
-                             ("5_convolutional_net", 600))},
+       for stem, timeout in (("2_logistic_regression", 900), ("3_net", 900), ("4_modern_net", 300),
+                             ("5_convolutional_net", 300))},
     "dlt-logistic-cg": ("lisa-lab/DeepLearningTutorials@11c4651 code/logistic_cg.py (scipy's fmin_cg)",
                         lambda: dlt("logistic_cg.py"), [], synthetic_mnist_pickle, 900),
     "dlt-lstm": ("lisa-lab/DeepLearningTutorials@11c4651 code/lstm.py (imdb.pkl synthetic)", lambda: dlt("lstm.py"),

@@ -130,8 +130,7 @@ def backward(grads, wrt, blockers=()):
     for node in reversed(nodes):
         if not any(id(i) in depends for i in node.inputs) or not any(grads.get(o) for o in node.outputs):
             continue
-        out_grads = [_sum(grads[o]) if grads.get(o) else M.zeros_like(o, dtype=_gradient_dtype(o))
-                     for o in node.outputs]
+        out_grads = [_sum(grads[o]) if grads.get(o) else M.zeros_like(o) for o in node.outputs]
         integer_valued = not any(_is_float(o) for o in node.outputs)
         try:
             in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
