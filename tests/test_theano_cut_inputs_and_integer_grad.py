@@ -153,3 +153,35 @@ def test_refused_without_the_flag():
     i = T.ivector("i")
     with pytest.raises(TypeError, match="integer_grad = 'theano'"):
         theano.grad(T.cast(i, "float64").sum(), i)
+
+
+# ------------------------------------------------------------------ theano.map / reduce / foldl / foldr
+@settings(max_examples=15, deadline=None)
+@given(hnp.arrays(np.float64, st.integers(1, 6), elements=FLOATS), st.floats(-2, 2))
+def test_scan_shorthands_match_numpy(v, start):
+    from coursekit.scan_module import foldl, foldr, map as scan_map, reduce as scan_reduce
+
+    s, a0 = T.dvector("s"), T.dscalar("a0")
+    squares, _ = scan_map(lambda x: x ** 2, s)
+    total, _ = scan_reduce(lambda x, acc: acc + x, s, a0)
+    left, _ = foldl(lambda x, acc: acc * 0.5 + x, s, a0)   # the order matters: ((a0/2 + v0)/2 + v1) ...
+    right, _ = foldr(lambda x, acc: acc * 0.5 + x, s, a0)
+    got = theano.function([s, a0], [squares, total, left, right])(v, start)
+    acc_l = acc_r = start
+    for x in v:
+        acc_l = acc_l * 0.5 + x
+    for x in v[::-1]:
+        acc_r = acc_r * 0.5 + x
+    np.testing.assert_allclose(got[0], v ** 2)
+    np.testing.assert_allclose([got[1], got[2], got[3]], [start + v.sum(), acc_l, acc_r], rtol=1e-12, atol=1e-12)
+
+
+def test_foldl_gradient_matches_finite_differences():
+    from coursekit.gradient import verify_grad
+    from coursekit.scan_module import foldl
+
+    def product_fold(s):
+        out, _ = foldl(lambda x, acc: acc * T.tanh(x) + x, s, T.constant(1.0, dtype="float64"))
+        return out
+
+    verify_grad(product_fold, [np.array([0.3, -0.7, 1.2, 0.1])])
