@@ -66,9 +66,16 @@ def test_theano_is_an_attribute_of_itself_as_in_theano(tmp_path):
         ns = {}
         exec("from theano import *", ns)
         assert ns["theano"] is theano and ns["function"] is theano.function
-        print(ns["theano"].config.floatX)
+        with theano.change_flags(floatX="float32"):
+            inner = theano.config.floatX
+
+        @theano.change_flags(floatX="float16")
+        def decorated():
+            return theano.config.floatX
+
+        print(ns["theano"].config.floatX, inner, decorated(), theano.config.floatX)
     """, env=clean_env()).stdout
-    assert out.strip() == "float64"
+    assert out.split() == ["float64", "float32", "float16", "float64"]
 
 
 def test_theano_defaults_apply_under_the_alias_and_flags_still_win(tmp_path):
