@@ -113,7 +113,26 @@ PROGRAMS = {
 }
 
 # Keras 1.x examples (issue 27, helper K): entries added only inside this block.
+from keras_data import babi_tar, example, mnist_pickle, reuters_pickle, text_corpus  # noqa: E402
+
 PROGRAMS.update({
+    "keras-mnist-mlp": example("mnist_mlp", data=[lambda d: mnist_pickle(d, 60000, 10000)], timeout=1200),
+    "keras-mnist-cnn": example("mnist_cnn", data=[lambda d: mnist_pickle(d, 1024, 256)]),
+    "keras-antirectifier": example("antirectifier", data=[lambda d: mnist_pickle(d, 60000, 10000)], timeout=1200),
+    "keras-mnist-siamese-graph": example("mnist_siamese_graph", timeout=900, data=[
+        lambda d: mnist_pickle(d, 60000, 10000, rare_digit_count=26)]),
+    "keras-mnist-transfer-cnn": example("mnist_transfer_cnn", data=[lambda d: mnist_pickle(d, 1024, 256)]),
+    "keras-mnist-hierarchical-rnn": example("mnist_hierarchical_rnn", data=[lambda d: mnist_pickle(d, 256, 64)]),
+    "keras-mnist-irnn": example("mnist_irnn", data=[lambda d: mnist_pickle(d, 32, 32)], timeout=1200),
+    "keras-mnist-net2net": example("mnist_net2net", data=[lambda d: mnist_pickle(d, 512, 128)], timeout=900),
+    "keras-variational-autoencoder": example("variational_autoencoder", note="writes its plots with Agg",
+                                             data=[lambda d: mnist_pickle(d, 500, 200)]),
+    "keras-variational-autoencoder-deconv": example("variational_autoencoder_deconv", note="writes its plots "
+                                                    "with Agg", data=[lambda d: mnist_pickle(d, 500, 200)]),
+    "keras-reuters-mlp": example("reuters_mlp", data=[reuters_pickle]),
+    "keras-babi-rnn": example("babi_rnn", data=[babi_tar]),
+    "keras-babi-memnn": example("babi_memnn", data=[babi_tar]),
+    "keras-lstm-text-generation": example("lstm_text_generation", data=[text_corpus]),
 })
 
 # More outsiders' programs (issue 27, helper P): entries added only inside this block.
@@ -166,11 +185,11 @@ def run(name, flags):
     except libraries.Unavailable as exc:
         return {"program": name, "source": source, "result": f"not available: {exc}"}
     work = pathlib.Path(tempfile.mkdtemp(prefix=f"{name}-"))
-    if make_data is not None:
-        make_data(work)
+    made_env = make_data(work) if make_data is not None else None
     report = work / "porting-report.json"
     extra = [str(libraries.lasagne_source())] if name.startswith("lasagne") else []
     env = dict(os.environ, THEANO_FLAGS=flags, PYTHONPATH=os.pathsep.join([str(REPO), *extra]))
+    env.update(made_env or {})  # a data maker may set the environment (Keras: its HOME/.keras, its path)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")  # on a shared machine, BLAS threads fighting for cores made
     env.setdefault("OMP_NUM_THREADS", "1")       # Lasagne's recurrent.py 13x slower (11.7 s vs 0.9 s a step)
     start = time.perf_counter()

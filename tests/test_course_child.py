@@ -23,6 +23,7 @@ PROBE = new_notebook(cells=[
     new_code_cell("assert os.environ.get('COURSEKIT_PROBE') == 'from-the-run'"),
     new_code_cell("raise ValueError('the error of cell 2')"),
     new_code_cell("print('after the error')"),
+    new_code_cell("import sys\nprint(sys.modules.get('debugpy', 'not imported'), '' in sys.path)"),
 ])
 
 
@@ -51,11 +52,13 @@ def run_probe(tmp_path, **env):
 def test_forked_and_fresh_children_run_a_notebook_the_same_way(tmp_path, started, switch, kind):
     run = run_probe(tmp_path, COURSEKIT_GRADE_FORKSERVER=switch)
     assert started == [kind]
-    assert [run.outcome(k).passed for k in range(4)] == [True, True, False, True]
+    assert [run.outcome(k).passed for k in range(5)] == [True, True, False, True, True]
     assert "ValueError" in run.outcome(2).reason and "the error of cell 2" in run.outcome(2).reason
     executed = nbformat.read(tmp_path / "executed.ipynb", as_version=4)
     assert executed.cells[0].outputs[0]["text"].split()[0] == "from-the-run"   # the run's environment
     assert executed.cells[3].outputs[0]["text"] == "after the error\n"
+    # the kernel started without ipykernel's debugger (0.15-0.2 s of CPU), the working folder importable
+    assert executed.cells[4].outputs[0]["text"] == "None True\n"
 
 
 def test_the_fork_forgets_the_coursekit_the_server_imported_under_the_graders_environment():

@@ -14,7 +14,8 @@ import tomllib
 from pathlib import Path
 
 import nbformat
-import pytest
+import numpy  # noqa: F401  (before pytester's in-process runs, which forget the modules a run imported:
+import pytest  # a second import of NumPy in one process fails, so this file failed when run on its own)
 
 from coursekit.course.exercises import make_exercise
 

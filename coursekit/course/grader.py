@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -40,21 +39,20 @@ from . import cluster as cluster_runs
 from . import kernel_cache
 from . import regrade
 from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
-from .escape import one_line, printable_name
+from .escape import one_line
 from .report import number
 from .runner import kill_all, run_notebook, short
 from .scores import Score
-from .submissions import Refused, inside, link_in_path, read_bytes, walk_files
+# find_submissions, reference_for and FLAT_SEPARATOR moved to .submissions; importable from here as before
+from .submissions import FLAT_SEPARATOR, Refused, find_submissions, read_bytes, reference_for  # noqa: F401
 from .scrutiny import warnings_for
 
-FLAT_SEPARATOR = "__"
 # Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
 # exact-size buffers): an off-by-one that the unchecked mode's buffer slack would hide costs its
 # task the points, and an out-of-bounds write cannot kill the kernel and zero the later tasks.
 # About 2 s more for exercise 7's solution on the development machine. An instructor's own
 # COURSEKIT_CUDA_CHECK wins.
 GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
-PREFIX_RE = re.compile(r"^(\d+)_")
 SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the notebook file itself
 
 
@@ -83,104 +81,6 @@ def load_references(reference_dir) -> list[Reference]:
     if not references:
         raise ValueError(f"no notebook in {reference_dir} has a graded cell; nothing to grade.")
     return references
-
-
-def find_submissions(submissions_dir, references: list[Reference]):
-    """Map each student to ``{reference name: submission path}``; also return warnings.
-
-    Students are the sub-folders of ``submissions_dir`` plus the ``<student>__`` prefixes of flat
-    files. Files that match no reference are reported in the warnings, never silently graded.
-    """
-    submissions_dir = Path(submissions_dir)
-    if not submissions_dir.is_dir():
-        raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist.")
-    names = [ref.name for ref in references]
-    found: dict[str, list[Path]] = {}
-    refused: dict[str, str] = {}
-    warnings: list[str] = []
-    for entry in sorted(submissions_dir.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        shown_name = printable_name(entry.name)
-        if entry.is_symlink():     # never followed: it could be another student's folder or solutions/
-            what = "folder" if entry.is_dir() else "file"
-            student = shown_name.split(FLAT_SEPARATOR, 1)[0] if what == "file" else shown_name
-            refused[student] = (f"refused: the submitted {what} {shown_name} is a symbolic link; hand in "
-                                f"the work itself")
-            warnings.append(f"{student}: {refused[student]}")
-        elif entry.is_dir():
-            files, links = walk_files(entry)
-            found.setdefault(shown_name, []).extend(p for p in files if p.suffix == ".ipynb")
-            others = [printable_name(p.relative_to(entry)) for p in files if p.suffix != ".ipynb"]
-            if others:
-                shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
-                warnings.append(f"{shown_name}: ignored {len(others)} non-notebook file"
-                                f"{'s' if len(others) > 1 else ''}: {shown}")
-            if links:
-                warnings.append(f"{shown_name}: symbolic links not followed: {', '.join(links[:5])}")
-        elif entry.suffix == ".ipynb" and FLAT_SEPARATOR in entry.stem:
-            found.setdefault(shown_name.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
-        else:
-            warnings.append(
-                f"ignored {shown_name}: expected a folder per student or <student>{FLAT_SEPARATOR}<NN_name>.ipynb"
-            )
-    for student, reason in refused.items():
-        found.pop(student, None)
-    students = {}
-    for student, files in found.items():
-        students[student] = {}
-        # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
-        for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
-            name = _match(_notebook_name(path), names)
-            if name is None:
-                warnings.append(f"{student}: ignored {printable_name(path.name)}: it matches no reference notebook "
-                                f"({', '.join(names)})")
-            elif name in students[student]:
-                kept = printable_name(students[student][name].name)
-                warnings.append(f"{student}: two submissions for {name} ({kept}, {printable_name(path.name)}); "
-                                f"graded {kept}")
-            elif not inside(submissions_dir, path) or link_in_path(submissions_dir, path.parent):
-                students[student][name] = Refused(printable_name(path.name), "refused: the path leaves the "
-                                                  "submissions folder through a symbolic link")
-            else:
-                students[student][name] = path
-    for student, reason in refused.items():
-        students[student] = {name: Refused(student, reason) for name in names}
-    return students, warnings
-
-
-def reference_for(path, references: list[Reference]) -> Reference | None:
-    """The reference the submission file ``path`` is graded against, or None: the rules of
-    :func:`find_submissions` for one file (flat ``<student>__`` names, pre-rename names such as
-    ``05_logreg.ipynb``, an unambiguous ``NN_`` prefix). Public for the pytest plugin."""
-    name = _match(_notebook_name(Path(path)), [ref.name for ref in references])
-    return next((ref for ref in references if ref.name == name), None)
-
-
-def _notebook_name(path: Path) -> str:
-    stem = path.stem
-    return stem.split(FLAT_SEPARATOR, 1)[1] if FLAT_SEPARATOR in stem else stem
-
-
-def _exact(stem: str, names: list[str]) -> str | None:
-    """The reference named ``stem``, or ``stem_exercises`` (``01_tour`` is the pre-rename name)."""
-    for name in (stem, f"{stem}_exercises"):
-        if name in names:
-            return name
-    return None
-
-
-def _match(stem: str, names: list[str]) -> str | None:
-    """Exact name first; else the unique reference with the same ``NN_`` number prefix."""
-    exact = _exact(stem, names)
-    if exact:
-        return exact
-    prefix = PREFIX_RE.match(stem)
-    if prefix:
-        same = [name for name in names if name.startswith(prefix.group(0))]
-        if len(same) == 1:
-            return same[0]
-    return None
 
 
 def restore_graded(submission, reference: Reference):

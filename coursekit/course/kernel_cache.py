@@ -20,6 +20,7 @@ could carry anything that run put in it.
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import stat
@@ -42,8 +43,23 @@ def grading_env() -> dict[str, str]:
     """``{COURSEKIT_CUDA_SHARED_CACHE: folder}`` once the shared runtime objects are built (the first
     call builds them; later calls are free), or ``{}`` where they cannot be (no C++ compiler)."""
     with _LOCK:
+        _compile_library()
         folder = _prepare()
     return {ENV: str(folder)} if folder else {}
+
+
+@lru_cache(maxsize=1)
+def _compile_library() -> bool:
+    """Write the bytecode of every coursekit module (``__pycache__``), once per grading process.
+
+    Runs see the coursekit package read-only, so a module whose bytecode was never written (any module
+    the grader's own process has not imported: the tensor layer, the emulator's Python side, the
+    lesson helpers) was compiled from its source again by every kernel that imported it: 3.5 s of
+    the 27 s of CPU that grading the 11 reference notebooks took (cpuacct). Modules whose bytecode
+    is up to date are only checked. Where the package is not writable (a system install), nothing
+    is written and runs compile as before.
+    """
+    return compileall.compile_dir(str(compiler.PKG_DIR.parent), quiet=2, workers=1)
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ weakened a check to ``pass`` passes it. With ``--coursekit-reference``::
 
 every notebook pytest collects is treated as a submission and goes through
 :func:`coursekit.course.grader.grade_notebook`, the grader's own entry point: it is matched to its
-reference by the grader's rules (:func:`coursekit.course.grader.reference_for`: old file names
+reference by the grader's rules (:func:`coursekit.course.submissions.reference_for`: old file names
 included), its graded cells are restored from the reference, it runs in its own process inside this
 machine's sandbox with the grading environment, and judged cells get the grader's verdict (see
 :mod:`coursekit.course.check`). Each graded cell of the reference becomes one pytest item, named by
@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from .grader import FLAT_SEPARATOR, Reference, Score, grade_notebook, load_references, reference_for
+from .grader import Reference, Score, grade_notebook, load_references
+from .submissions import FLAT_SEPARATOR, reference_for
 from .graded import GradedCell
 from .report import number
 from .runner import protection

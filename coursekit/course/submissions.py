@@ -9,18 +9,24 @@ regular file (not a FIFO or a device). The grader then works
 on the bytes it read: the run gets its own copy, never the student's file.
 
 :class:`Refused` stands for a submission the grader will not read; its reason goes into the
-report. Standard library only.
+report. :func:`find_submissions` maps each student to the notebooks they handed in, by the course's
+naming rules (a folder per student or ``<student>__<NN_name>.ipynb`` files; an ``NN_`` prefix
+matches its exercise). Standard library only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .escape import printable_name
+
+FLAT_SEPARATOR = "__"                 # <student>__<NN_name>.ipynb: one folder of flat files
+PREFIX_RE = re.compile(r"^(\d+)_")
 
 
 @dataclass(frozen=True)
@@ -124,3 +130,105 @@ def file_sha256(path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Which file is whose, and for which exercise.
+
+
+def find_submissions(submissions_dir, references: list):
+    """Map each student to ``{reference name: submission path}``; also return warnings.
+
+    Students are the sub-folders of ``submissions_dir`` plus the ``<student>__`` prefixes of flat
+    files. Files that match no reference are reported in the warnings, never silently graded.
+    """
+    submissions_dir = Path(submissions_dir)
+    if not submissions_dir.is_dir():
+        raise FileNotFoundError(f"submissions folder {submissions_dir} does not exist.")
+    names = [ref.name for ref in references]
+    found: dict[str, list[Path]] = {}
+    refused: dict[str, str] = {}
+    warnings: list[str] = []
+    for entry in sorted(submissions_dir.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        shown_name = printable_name(entry.name)
+        if entry.is_symlink():     # never followed: it could be another student's folder or solutions/
+            what = "folder" if entry.is_dir() else "file"
+            student = shown_name.split(FLAT_SEPARATOR, 1)[0] if what == "file" else shown_name
+            refused[student] = (f"refused: the submitted {what} {shown_name} is a symbolic link; hand in "
+                                f"the work itself")
+            warnings.append(f"{student}: {refused[student]}")
+        elif entry.is_dir():
+            files, links = walk_files(entry)
+            found.setdefault(shown_name, []).extend(p for p in files if p.suffix == ".ipynb")
+            others = [printable_name(p.relative_to(entry)) for p in files if p.suffix != ".ipynb"]
+            if others:
+                shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+                warnings.append(f"{shown_name}: ignored {len(others)} non-notebook file"
+                                f"{'s' if len(others) > 1 else ''}: {shown}")
+            if links:
+                warnings.append(f"{shown_name}: symbolic links not followed: {', '.join(links[:5])}")
+        elif entry.suffix == ".ipynb" and FLAT_SEPARATOR in entry.stem:
+            found.setdefault(shown_name.split(FLAT_SEPARATOR, 1)[0], []).append(entry)
+        else:
+            warnings.append(
+                f"ignored {shown_name}: expected a folder per student or <student>{FLAT_SEPARATOR}<NN_name>.ipynb"
+            )
+    for student, reason in refused.items():
+        found.pop(student, None)
+    students = {}
+    for student, files in found.items():
+        students[student] = {}
+        # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
+        for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
+            name = _match(_notebook_name(path), names)
+            if name is None:
+                warnings.append(f"{student}: ignored {printable_name(path.name)}: it matches no reference notebook "
+                                f"({', '.join(names)})")
+            elif name in students[student]:
+                kept = printable_name(students[student][name].name)
+                warnings.append(f"{student}: two submissions for {name} ({kept}, {printable_name(path.name)}); "
+                                f"graded {kept}")
+            elif not inside(submissions_dir, path) or link_in_path(submissions_dir, path.parent):
+                students[student][name] = Refused(printable_name(path.name), "refused: the path leaves the "
+                                                  "submissions folder through a symbolic link")
+            else:
+                students[student][name] = path
+    for student, reason in refused.items():
+        students[student] = {name: Refused(student, reason) for name in names}
+    return students, warnings
+
+
+def reference_for(path, references: list) -> "object | None":
+    """The reference the submission file ``path`` is graded against, or None: the rules of
+    :func:`find_submissions` for one file (flat ``<student>__`` names, pre-rename names such as
+    ``05_logreg.ipynb``, an unambiguous ``NN_`` prefix). Public for the pytest plugin."""
+    name = _match(_notebook_name(Path(path)), [ref.name for ref in references])
+    return next((ref for ref in references if ref.name == name), None)
+
+
+def _notebook_name(path: Path) -> str:
+    stem = path.stem
+    return stem.split(FLAT_SEPARATOR, 1)[1] if FLAT_SEPARATOR in stem else stem
+
+
+def _exact(stem: str, names: list[str]) -> str | None:
+    """The reference named ``stem``, or ``stem_exercises`` (``01_tour`` is the pre-rename name)."""
+    for name in (stem, f"{stem}_exercises"):
+        if name in names:
+            return name
+    return None
+
+
+def _match(stem: str, names: list[str]) -> str | None:
+    """Exact name first; else the unique reference with the same ``NN_`` number prefix."""
+    exact = _exact(stem, names)
+    if exact:
+        return exact
+    prefix = PREFIX_RE.match(stem)
+    if prefix:
+        same = [name for name in names if name.startswith(prefix.group(0))]
+        if len(same) == 1:
+            return same[0]
+    return None
