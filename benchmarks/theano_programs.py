@@ -133,6 +133,8 @@ PROGRAMS.update({
     "keras-babi-rnn": example("babi_rnn", data=[babi_tar]),
     "keras-babi-memnn": example("babi_memnn", data=[babi_tar]),
     "keras-lstm-text-generation": example("lstm_text_generation", data=[text_corpus]),
+    "keras-mnist-swwae": example("mnist_swwae", note="writes its plot with Agg",
+                                 data=[lambda d: mnist_pickle(d, 128, 32)], timeout=900),
 })
 
 # More outsiders' programs (issue 27, helper P): entries added only inside this block.
