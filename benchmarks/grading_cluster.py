@@ -48,9 +48,9 @@ ROW_NORMS = 4                   # the fixture cell that defines row_norms
 
 
 def local_cluster(workers: int):
-    import distributed
+    from coursekit.course.cluster import local_cluster as start
 
-    return distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+    return start(workers)
 
 
 def warm_up(address: str) -> None:

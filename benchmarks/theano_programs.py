@@ -138,12 +138,50 @@ PROGRAMS.update({
 })
 
 # More outsiders' programs (issue 27, helper P): entries added only inside this block.
+import program_data as P  # noqa: E402  (benchmarks/program_data.py: synthetic data, sources, launchers)
+
+_NEWMU_BIND = P.bind_onto("datasets", "/media/datasets")
 PROGRAMS.update({
+    **{f"newmu-{stem.replace('_', '-')}": (
+        f"Newmu/Theano-Tutorials@49de4c5 {stem}.py (print statements made calls; its load.py reads "
+        "/media/datasets/mnist, bound by bubblewrap onto a synthetic copy)",
+        lambda stem=stem: P.needs_bwrap(newmu(f"{stem}.py")), [], P.newmu_mnist, timeout, _NEWMU_BIND)
+       for stem, timeout in (("2_logistic_regression", 900), ("3_net", 900), ("4_modern_net", 300),
+                             ("5_convolutional_net", 300))},
+    "dlt-logistic-cg": ("lisa-lab/DeepLearningTutorials@11c4651 code/logistic_cg.py (scipy's fmin_cg)",
+                        lambda: dlt("logistic_cg.py"), [], synthetic_mnist_pickle, 900),
+    "dlt-lstm": ("lisa-lab/DeepLearningTutorials@11c4651 code/lstm.py (imdb.pkl synthetic)", lambda: dlt("lstm.py"),
+                 [], P.imdb_pickle, 1200),
+    "dlt-rnnslu": ("lisa-lab/DeepLearningTutorials@11c4651 code/rnnslu.py (ATIS fold 3 synthetic, via ATISDATA)",
+                   lambda: dlt("rnnslu.py"), [], P.atis_fold3, 1200, P.with_env(ATISDATA="{work}/atis")),
+    "theano-rnn-basic": ("gwtaylor/theano-rnn@f7a091d basic_rnn_example.py", lambda: P.gwtaylor("basic_rnn_example.py"),
+                         [], None, 300),
+    "theano-rnn-metarnn": ("gwtaylor/theano-rnn@f7a091d rnn.py (its own lag-task data; Python 2 print, xrange, "
+                           "cPickle made Python 3)", lambda: P.gwtaylor("rnn.py"), [], None, 900),
+    "theano-rnn-minibatch": ("gwtaylor/theano-rnn@f7a091d rnn_minibatch.py (its own data; Python 2 made Python 3 "
+                             "as rnn.py, and time.clock() as time.perf_counter())", lambda: P.gwtaylor("rnn_minibatch.py"), [], None, 900),
+    "book-ch13-python-op": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter13/1-python-op.py (a Python op; "
+                            "pprint, debugprint, pydotprint)", lambda: P.packt("Chapter13/1-python-op.py"), [], None,
+                            300),
+    "book-ch12-rbm": ("PacktPublishing/Deep-Learning-with-Theano@94a0acc Chapter12/1-rbm.py (reads "
+                      "/sharedfiles/mnist.pkl.gz, bound by bubblewrap onto a synthetic copy; print statements "
+                      "of its utils.py made calls)",
+                      lambda: P.needs_bwrap(P.packt("Chapter12/1-rbm.py")), [],
+                      P.in_subfolder("sharedfiles", synthetic_mnist_pickle), 1200,
+                      P.bind_onto("sharedfiles", "/sharedfiles")),
+    "lasagne-recipes-vae": ("Lasagne/Recipes@7b4516e examples/variational_autoencoder/variational_autoencoder.py "
+                    "--num_epochs 1 (xrange made range)",
+                    lambda: P.recipe("examples/variational_autoencoder/variational_autoencoder.py"),
+                    ["--num_epochs", "1"], P.mnist_idx_gz, 900),
+    "lasagne-recipes-vae-continuous": ("Lasagne/Recipes@7b4516e examples/variational_autoencoder/variational_autoencoder.py "
+                               "--num_epochs 1 --continuous (xrange made range)",
+                               lambda: P.recipe("examples/variational_autoencoder/variational_autoencoder.py"),
+                               ["--num_epochs", "1", "--continuous"], P.mnist_idx_gz, 900),
 })
 
 
 def run(name, flags):
-    source, path_of, args, make_data, timeout = PROGRAMS[name]
+    source, path_of, args, make_data, timeout, *launch = PROGRAMS[name]  # launch(work): (command prefix, env)
     try:
         program = path_of()
     except libraries.Unavailable as exc:
@@ -157,13 +195,15 @@ def run(name, flags):
     env.setdefault("OPENBLAS_NUM_THREADS", "1")  # on a shared machine, BLAS threads fighting for cores made
     env.setdefault("OMP_NUM_THREADS", "1")       # Lasagne's recurrent.py 13x slower (11.7 s vs 0.9 s a step)
     start = time.perf_counter()
+    prefix, launch_env = launch[0](work) if launch else ([], {})  # e.g. bwrap binding a data folder
     try:
-        proc = subprocess.run([sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
-                               *args], cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([*prefix, sys.executable, "-m", "coursekit.theano", "--report-to", str(report), str(program),
+                               *args], cwd=work, env={**env, **launch_env}, capture_output=True, text=True, timeout=timeout)
         shown = proc.stdout if proc.returncode == 0 and proc.stdout.strip() else proc.stdout + proc.stderr
         rc, tail = proc.returncode, shown.strip().splitlines()[-3:]  # what it printed last (its error if it failed)
-    except subprocess.TimeoutExpired:
-        rc, tail = "timeout", [f"still running after {timeout} s"]
+    except subprocess.TimeoutExpired as exc:  # what it had printed by then says how far it got
+        printed = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        rc, tail = "timeout", [*printed.strip().splitlines()[-2:], f"still running after {timeout} s"]
     missing = json.loads(report.read_text())["missing"] if report.exists() else []
     return {"program": name, "source": source, "args": args, "flags": flags, "exit": rc,
             "result": "ran to the end" if rc == 0 else "failed", "missing": missing, "last_lines": tail,

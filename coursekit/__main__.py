@@ -15,10 +15,16 @@ so that these commands work even while the array compiler is being changed.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from coursekit.config import config
+
+
+def usable_cores() -> int:
+    """Cores this process may run on (a container's or taskset's share, not the machine's total)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _exercises(args) -> int:
@@ -173,7 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("--reference", default="exercises", help="reference notebooks (default: exercises)")
     gr.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default: 60)")
     gr.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default: 600)")
-    gr.add_argument("--jobs", type=int, default=1, help="notebooks graded at once (default: 1)")
+    gr.add_argument("--jobs", type=int, default=usable_cores(),
+                    help=f"notebooks graded at once (default: this machine's usable cores, {usable_cores()})")
     gr.add_argument("--executed", metavar="DIR", help="also save each executed notebook as DIR/<student>/<NN_name>.ipynb")
     gr.add_argument("--no-progress", action="store_true", help="no progress bar")
     gr.add_argument("--assignment", metavar="LIST", help="grade and total only these exercises: numbers or names, "

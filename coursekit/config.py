@@ -126,6 +126,9 @@ _SPEC = {
     "autocast": ("numpy", _choice("numpy", "theano"),
                  "dtypes of Python numbers: 'numpy' (NumPy 2's weak scalars, int64) or 'theano' (Theano's "
                  "autocast: floats beside integer tensors are floatX, T.constant(1) is int8; the alias sets it)"),
+    "integer_grad": ("refuse", _choice("refuse", "theano"),
+                     "grad of or with respect to integer variables: 'refuse' (a TypeError) or 'theano' (Theano's "
+                     "op contract: integer-valued outputs pass zero, gradients are floatX; the alias sets it)"),
     "deterministic": ("default", _choice("default", "more"), "accepted; coursekit's ops are deterministic"),
     "traceback.limit": (8, int, "accepted (Theano: depth of the stored creation trace)"),
     "lib.cnmem": (0.0, float, "accepted (Theano: GPU memory pool size); no effect here"),

@@ -12,6 +12,12 @@ and deserve different messages:
   that input at all, e.g. the shape of x does not depend on x's values;
 * **undefined** (the op returns :class:`UndefinedGrad`): the output depends
   on the input but has no derivative, e.g. a rounding or an integer index.
+
+Integers follow Theano's op contract: an integer-valued output is a step function of its inputs, so
+what flows back through it is zero, and a gradient is never of an integer dtype.  A cost or ``wrt``
+that is itself integer is refused (a TypeError) unless ``config.integer_grad == 'theano'`` (the
+``theano`` alias sets it): then, as in Theano, ``grad(A + B, A)`` of an integer ``A`` is floatX zeros,
+and ``grad(0.5 * T.cast(i, floatX), i)`` is 0.5 (the float function of ``i`` is defined between integers).
 """
 from __future__ import annotations
 
@@ -20,8 +26,9 @@ import warnings
 import numpy as np
 
 from . import wiring
+from .config import config
 from .compile.function import function
-from .graph import Variable, apply_nodes_between, format_trace
+from .graph import Variable, apply_nodes_between, clone_replace, format_trace
 from .rewriting.stabilize import stabilize_graph
 from .tensor import math as M
 from .tensor.type import TensorType
@@ -59,23 +66,25 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     """
     single = not isinstance(wrt, (list, tuple))
     wrt_list = [wrt] if single else list(wrt)
-    _check_wrt(wrt_list, disconnected_inputs)
+    theano_integers = config.integer_grad == "theano"
+    _check_wrt(wrt_list, disconnected_inputs, theano_integers)
     grads = {}  # variable -> list of gradient contributions
     if cost is not None:
-        cost = _check_cost(cost)
+        cost = _check_cost(cost, theano_integers)
         if stabilize:
-            cost, consider_constant = stabilized(cost, consider_constant or [])
-        grads[cost] = [M.ones_like(cost)]
+            cost, consider_constant = stabilized(cost, consider_constant or [], keep=wrt_list)
+        grads[cost] = [M.ones_like(cost, dtype=_gradient_dtype(cost))]
     for var, g in (known_grads or {}).items():
         grads.setdefault(var, []).append(as_tensor_variable(g))
     if not grads:
         raise ValueError("grad: give a cost or known_grads")
     backward(grads, wrt_list, list(consider_constant or []))
-    results = [_sum(grads[w]) if grads.get(w) else _disconnected(w, disconnected_inputs) for w in wrt_list]
+    results = [_as_gradient_of(w, _sum(grads[w])) if grads.get(w) else _disconnected(w, disconnected_inputs)
+               for w in wrt_list]
     return results[0] if single else results
 
 
-def stabilized(cost, consider_constant=()):
+def stabilized(cost, consider_constant=(), keep=()):
     """``(cost, consider_constant)`` with the cost in its numerically stable form.
 
     ``log(sigmoid(z))`` becomes ``-softplus(-z)`` and so on: the canonicalize and
@@ -83,9 +92,28 @@ def stabilized(cost, consider_constant=()):
     still the user's variables (``consider_constant`` is mapped to the clone).
     The same step whatever was imported: the rewrites are
     :mod:`coursekit.rewriting`'s, which sits below this module.
+
+    Computed variables in ``keep`` (a ``wrt`` such as ``h = T.exp(x)``, as Theano allowed) stay in the
+    result as they are: a stand-in leaf takes each one's place while the rewrites run (so none rewrites
+    across it), and the variable itself is put back, still computed from its own inputs.
     """
+    standins = {w: w.clone() for w in keep if w.owner is not None and w is not cost}
+    memos = []
+    if standins:
+        (cost,), memo = clone_replace([cost], standins)
+        memos.append(memo)
     (cost,), memo = stabilize_graph([cost])
-    return cost, [memo.get(id(v), v) for v in consider_constant]
+    memos.append(memo)
+    if standins:
+        (cost,), memo = clone_replace([cost], {s: w for w, s in standins.items()})
+        memos.append(memo)
+
+    def follow(v):
+        for memo in memos:
+            v = memo.get(id(v), v)
+        return v
+
+    return cost, [follow(v) for v in consider_constant]
 
 
 def backward(grads, wrt, blockers=()):
@@ -93,7 +121,9 @@ def backward(grads, wrt, blockers=()):
 
     Each node, outputs first, gets the sum of its outputs' contributions and
     says through ``L_op`` what flows to each of its inputs; ``blockers`` stop
-    the flow.  ``grads`` is filled in place.
+    the flow.  ``grads`` is filled in place.  A node whose outputs are all integer-valued passes
+    zeros to its inputs (a step function's derivative), or nothing where its ``L_op`` says
+    disconnected, or the undefined marker it gave.
     """
     nodes = apply_nodes_between(blockers, list(grads))
     depends = _depends_on(nodes, wrt, blockers)
@@ -101,15 +131,20 @@ def backward(grads, wrt, blockers=()):
         if not any(id(i) in depends for i in node.inputs) or not any(grads.get(o) for o in node.outputs):
             continue
         out_grads = [_sum(grads[o]) if grads.get(o) else M.zeros_like(o) for o in node.outputs]
+        integer_valued = not any(_is_float(o) for o in node.outputs)
         try:
             in_grads = node.op.L_op(node.inputs, node.outputs, out_grads)
         except NotImplementedError as exc:
-            raise NotImplementedError(f"{exc}\n(needed for the gradient through {node}, created at "
-                                      f"{format_trace(node.trace)})") from None
+            if not integer_valued:
+                raise NotImplementedError(f"{exc}\n(needed for the gradient through {node}, created at "
+                                          f"{format_trace(node.trace)})") from None
+            in_grads = [M.zeros_like(i) for i in node.inputs]
         if len(in_grads) != len(node.inputs):
             raise ValueError(f"{node.op}.L_op returned {len(in_grads)} gradients for {len(node.inputs)} inputs")
         for inp, g in zip(node.inputs, in_grads):
             if id(inp) in depends and g is not None:
+                if integer_valued and not isinstance(g, UndefinedGrad):
+                    g = M.zeros_like(inp, dtype=_gradient_dtype(inp))
                 grads.setdefault(inp, []).append(_checked_input_grad(node, inp, g))
     return grads
 
@@ -124,29 +159,44 @@ def _checked_input_grad(node, inp, g):
     if g.type.ndim != inp.type.ndim:
         raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
                          f"of rank {inp.type.ndim}")
-    if g.type.dtype != inp.type.dtype and inp.type.dtype[0] in "fc":
-        g = M.cast(g, inp.type.dtype)
+    if g.type.dtype != _gradient_dtype(inp) and (_is_float(inp) or not _is_float(g)):
+        g = M.cast(g, _gradient_dtype(inp))
     return g
 
 
-def _check_wrt(wrt_list, disconnected_inputs):
+def _is_float(var):
+    return var.type.dtype[0] in "fc"
+
+
+def _gradient_dtype(var):
+    """The dtype of ``var``'s gradient: its own if it is float, else floatX (never an integer, as Theano)."""
+    return var.type.dtype if _is_float(var) else config.floatX
+
+
+def _as_gradient_of(w, g):
+    return g if g.type.dtype == _gradient_dtype(w) or _is_float(w) else M.cast(g, _gradient_dtype(w))
+
+
+def _check_wrt(wrt_list, disconnected_inputs, theano_integers=False):
     for i, w in enumerate(wrt_list):
         if not isinstance(w, Variable):
             raise TypeError(f"grad: wrt[{i}] is a {type(w).__name__}, not a symbolic variable")
-        if w.type.dtype[0] not in "fc":
+        if not _is_float(w) and not theano_integers:
             raise TypeError(f"grad: cannot differentiate with respect to {w} of integer/bool type {w.type}; "
-                            "only float variables have gradients")
+                            "only float variables have gradients (set coursekit.config.integer_grad = 'theano' "
+                            "for Theano's floatX zeros)")
     if disconnected_inputs not in ("raise", "warn", "ignore"):
         raise ValueError("disconnected_inputs must be 'raise', 'warn' or 'ignore'")
 
 
-def _check_cost(cost):
+def _check_cost(cost, theano_integers=False):
     cost = as_tensor_variable(cost)
     if cost.type.ndim != 0:
         raise TypeError(f"grad: the cost must be a scalar, but it is {cost.type}. "
                         "Reduce it first (for instance cost.sum() or cost.mean()).")
-    if cost.type.dtype[0] not in "fc":
-        raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient")
+    if not _is_float(cost) and not theano_integers:
+        raise TypeError(f"grad: the cost {cost} has integer type {cost.type}; it has no gradient (set "
+                        "coursekit.config.integer_grad = 'theano' for Theano's zeros)")
     return cost
 
 
@@ -157,7 +207,7 @@ def _disconnected(w, disconnected_inputs):
         raise DisconnectedInputError(message)
     if disconnected_inputs == "warn":
         warnings.warn(message, stacklevel=3)
-    return M.zeros_like(w)
+    return M.zeros_like(w, dtype=_gradient_dtype(w))
 
 
 def _sum(terms):

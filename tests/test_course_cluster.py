@@ -86,8 +86,7 @@ def small_class(root: Path):
 def test_cluster_grades_like_local_jobs_and_survives_a_killed_worker(tmp_path):
     distributed = pytest.importorskip("distributed")
     submissions, reference = small_class(tmp_path)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_class=distributed.Nanny) as local, distributed.Client(local) as client:
+    with cluster.local_cluster(2, worker_class=distributed.Nanny) as local, distributed.Client(local) as client:
         killed = {}
 
         def kill_a_busy_worker():

@@ -6,6 +6,9 @@ own files and mounts them read-only into each run; a run still compiles its own 
 """
 from __future__ import annotations
 
+import importlib.util
+import os
+
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
@@ -66,3 +69,21 @@ def test_a_sandboxed_run_uses_the_shared_runtime_and_cannot_change_it(tmp_path):
                        env=dict(GRADING_ENV, **kernel_cache.grading_env()))
     assert run.outcome(0).passed, run.outcome(0).reason
     assert run.outcome(1).passed, run.outcome(1).reason
+
+
+def test_the_shared_prelude_is_precompiled_and_taken_by_the_compiler(tmp_path, monkeypatch):
+    shared = kernel_cache.grading_env()[kernel_cache.ENV]
+    monkeypatch.setenv("COURSEKIT_CACHE_DIR", str(tmp_path))           # a run's empty private cache
+    monkeypatch.setenv(kernel_cache.ENV, shared)
+    for flags in (compiler.FAST_FLAGS, compiler.ASAN_FLAGS, [*compiler.FAST_FLAGS, *compiler.COUNT_FLAGS]):
+        include = compiler._prelude_pch(flags)
+        assert include and include[1].startswith(shared), f"the prelude for {flags} was not taken from the shared cache"
+    assert not (tmp_path / "cuda").exists() or not any((tmp_path / "cuda").iterdir())
+
+
+def test_grading_writes_the_bytecode_of_every_coursekit_module_the_runs_read_only():
+    kernel_cache.grading_env()
+    package = compiler.PKG_DIR.parent
+    missing = [str(path.relative_to(package)) for path in package.rglob("*.py")
+               if not os.path.exists(importlib.util.cache_from_source(str(path)))]
+    assert missing == []

@@ -6,6 +6,7 @@ labelled a CPU timing as a simulated-GPU one.
 import warnings
 
 import numpy as np
+import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
@@ -36,3 +37,18 @@ def test_gpu_rows_say_simulated_and_host_only_graphs_say_cpu():
 def test_plain_callables_keep_the_label_they_are_given():
     timing = time_call(np.exp, np.ones(3), device="NumPy on the CPU", repeat=1, number=1)
     assert timing.device == "NumPy on the CPU"
+
+
+def test_load_digits_gives_what_scikit_learn_gives_without_importing_it():
+    import subprocess
+    import sys
+
+    sklearn = pytest.importorskip("sklearn.datasets")
+    from coursekit.course.lesson import load_digits
+
+    ours, theirs = load_digits(), sklearn.load_digits()
+    for name in ("data", "target", "images"):
+        np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
+        assert getattr(ours, name).dtype == getattr(theirs, name).dtype
+    script = "import sys; from coursekit.course.lesson import load_digits; load_digits(); print('sklearn' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.strip() == "False"

@@ -14,8 +14,18 @@ import coursekit
 from .. import compile, ifelse, sandbox, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
 from ..compile.io import In
 from ..graph import Constant, Variable, clone_replace, graph_inputs
+from ..scan_module import foldl, foldr, map, reduce  # noqa: F401,A004  (theano.map ...: scan shorthands)
 from . import gof, gpuarray, gradient  # noqa: F401
+from .gradient import Lop, Rop  # noqa: F401  (Theano's top level had them: from theano.gradient import Rop, Lop)
+from ..config import config
 
+change_flags = config.change  # Theano's change_flags(floatX=...): a context manager, and a decorator as Theano's was
+
+# what `from theano import *` gives: Theano's top-level names that coursekit has (the alias adds `theano`)
+__all__ = ["config", "function", "shared", "In", "Out", "Param", "Mode", "compile", "clone", "scan", "map", "reduce",
+           "foldl", "foldr", "grad", "Rop", "Lop", "dot", "change_flags",
+           "pp", "printing", "tensor", "gof", "gradient", "ifelse", "sandbox", "scan_module", "gpuarray", "Apply",
+           "Variable", "Constant", "Op", "Type", "SharedVariable"]
 __version__ = "0.9.0"  # the Theano API this alias follows (libraries compare it); coursekit's own is separate
 
 

@@ -39,20 +39,27 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, profile
     ``updates``: ``{shared_var: new_value_expression}`` (or a list of pairs),
     applied after each call, all together, only when the whole call succeeded.
     ``givens``: ``{var: replacement}`` substituted into the graph before compiling.
+
+    An input may be a computed variable, as in Theano: the graph is cut there, and the value passed
+    replaces that variable (what computes it is not run; see :func:`_cut_at_computed_inputs`).
     """
     on_unused_input = on_unused_input or config.on_unused_input
     where = user_trace()
     fn_name = name or (f"{where[0].rsplit('/', 1)[-1]}:{where[1]}" if where else "<function>")
-    ins = _normalize_inputs(inputs)
+    ins, cuts = _cut_at_computed_inputs(_normalize_inputs(inputs))
     outs, single = _normalize_outputs(outputs)
     upd = _normalize_updates(updates)
     upd = upd + _default_updates([o.variable for o in outs] + [v for _, v in upd], upd, no_default_updates)
     giv = _normalize_givens(givens)
+    for computed in cuts:
+        if computed in giv:
+            raise ValueError(f"{computed} is both a function input and a key of givens; give it one or the other")
+    giv.update(cuts)
 
     out_vars = [o.variable for o in outs] + [value for _, value in upd]
     cloned, memo = clone_replace(out_vars, giv)
     input_vars = [i.variable for i in ins]
-    _check_missing_and_unused(input_vars, cloned, outs, on_unused_input)
+    _check_missing_and_unused(input_vars, cloned, outs, on_unused_input, cuts)
 
     shared_vars = _collect_shared(cloned, input_vars, upd)
     fgraph = FunctionGraph(input_vars + shared_vars, cloned, n_outputs=len(outs),
@@ -92,14 +99,31 @@ def _normalize_inputs(inputs):
                             "inputs: leave it out of the inputs list (use givens to substitute it).")
         if isinstance(var, Constant):
             raise TypeError(f"function input {pos} is a constant ({var}); inputs must be symbolic variables")
-        if var.owner is not None:
-            raise TypeError(f"function input {pos} ({var}) is computed by {var.owner.op}; inputs must be leaf "
-                            "variables such as T.vector('x'). To feed a value in its place, use givens.")
         if id(var) in seen:
             raise ValueError(f"function input {pos} ({var}) appears twice in the inputs list")
         seen.add(id(var))
         result.append(spec)
     return result
+
+
+def _cut_at_computed_inputs(ins):
+    """``(ins, cuts)``: each computed input (one with an owner) replaced by a fresh leaf of its type.
+
+    Theano let ``function([h], y)`` take ``h = f(x)``: the value passed stands for ``h`` and nothing
+    above ``h`` is computed for it (``y`` still needing ``x`` by another path is a missing input).
+    ``cuts`` (``{h: leaf}``) goes into the givens, so the graph is cut by the same substitution.
+    """
+    cuts, result = {}, []
+    for spec in ins:
+        var = spec.variable
+        if var.owner is None:
+            result.append(spec)
+            continue
+        leaf = var.clone()
+        cuts[var] = leaf
+        result.append(In(leaf, name=spec.name, value=spec.value, strict=spec.strict,
+                         allow_downcast=spec.allow_downcast, borrow=spec.borrow, mutable=spec.mutable))
+    return result, cuts
 
 
 def _normalize_outputs(outputs):
@@ -195,15 +219,18 @@ def _normalize_givens(givens):
     return result
 
 
-def _check_missing_and_unused(input_vars, outputs, outs, on_unused_input):
+def _check_missing_and_unused(input_vars, outputs, outs, on_unused_input, cuts=None):
     leaves = graph_inputs(outputs, blockers=input_vars)
     known = set(map(id, input_vars))
     for leaf in leaves:
         if id(leaf) in known or isinstance(leaf, (Constant, SharedVariable)):
             continue
+        above = [c for c in cuts or {} if any(v is leaf for v in graph_inputs([c]))]
+        cut_note = "".join(f" The input {c} is computed by {c.owner.op} from it, but a computed input only "
+                           f"stands for itself: whatever else uses {leaf} still needs {leaf}." for c in above)
         raise MissingInputError(
             f"the graph needs the variable {leaf} ({leaf.type}), created at {format_trace(leaf.tag.trace)}, but "
-            "it is not among the function's inputs. Add it to the inputs list, or replace it with givens.")
+            f"it is not among the function's inputs. Add it to the inputs list, or replace it with givens.{cut_note}")
     used = set(map(id, leaves))
     for var in input_vars:
         if id(var) in used or on_unused_input == "ignore":

@@ -13,6 +13,17 @@ the grader's version) and the submissions, reference and ``--executed`` folders 
 (a shared filesystem, as clusters have). Start workers with one thread each (``--nthreads 1``):
 each task is a notebook kernel that keeps a core busy.
 
+Two Dask settings make a worker grade as fast as a local job (:data:`SETTINGS`; set them where the
+scheduler and workers start, e.g. ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` and
+``DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION=1.0``; :func:`local_cluster` applies them):
+
+* ``distributed.worker.daemon: False``: a daemonic worker process may not start processes through
+  :mod:`multiprocessing`, so each run's notebook client would start as a fresh interpreter and import
+  Jupyter's client libraries again (:mod:`coursekit.course.child`: 0.2-0.45 s of CPU per notebook);
+* ``distributed.scheduler.worker-saturation: 1.0``: with Dask's default 1.1, a one-thread worker is
+  sent a second notebook while it runs one, and near the end of a class that notebook waits behind a
+  busy worker while another worker idles.
+
 A worker that dies (killed, out of memory, its node lost) costs a retry, never a grade: the scheduler
 re-runs the tasks it held on another worker (Dask's own rule, up to its ``allowed-failures``), and
 :func:`dispatch` submits a task that still failed again, :data:`RETRIES` times, before it scores the
@@ -28,6 +39,9 @@ from pathlib import Path
 
 RETRIES = 2                 # resubmissions of a task whose future failed (after Dask's own retries)
 CONNECT_TIMEOUT = "20s"
+
+
+SETTINGS = {"distributed.worker.daemon": False, "distributed.scheduler.worker-saturation": 1.0}
 
 
 class ClusterError(RuntimeError):
@@ -53,6 +67,17 @@ def executor(jobs: int = 1, cluster=None):
     finally:
         if owned:
             client.close()
+
+
+def local_cluster(workers: int, **options):
+    """A Dask cluster of ``workers`` one-thread worker processes on this machine, with :data:`SETTINGS`
+    (for trying ``--cluster`` out, the tests and benchmarks); use it as a context manager."""
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set(SETTINGS):
+        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                            **options)
 
 
 def _connect(cluster):

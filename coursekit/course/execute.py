@@ -31,6 +31,15 @@ else:  # started by path: import the stdlib-only sibling by path too
     import sandbox  # type: ignore[no-redef]
 
 TIMEOUT_ENAME = "CoursekitCellTimeout"
+# The kernel as ``python -m ipykernel_launcher`` starts it, less the debugger: ipykernel imports
+# debugpy at start (0.15-0.2 s of CPU per kernel, a fifth of a short notebook's grading), and a
+# grading run never debugs. Marked absent, ipykernel runs without it (the kernel says debugger: false).
+KERNEL_MAIN = ("import sys\n"
+               "if sys.path[0] == '':\n"
+               "    del sys.path[0]      # as ipykernel_launcher does: IPython puts the working folder back\n"
+               "sys.modules['debugpy'] = None\n"
+               "from ipykernel.kernelapp import launch_new_instance\n"
+               "launch_new_instance()")
 IOPUB_QUEUE = 16          # output messages that may wait to be read (ZeroMQ's default: 1000)
 METADATA_KEY = "coursekit"
 RESTARTS = 3             # fresh kernels one notebook may get after its kernel died
@@ -50,10 +59,7 @@ def judged_cells(nb) -> list[tuple[int, str, str]]:
 
 
 def main(argv: list[str]) -> int:
-    # nbformat imports jsonschema, which imports rfc3987_syntax when it is installed (jupyter-events
-    # brings it) for URI formats a notebook never uses; it builds a parser at import: 0.7 s of every
-    # run at load 1, 3.3 s at load 7 on 2 cores. Marked absent, jsonschema skips those formats.
-    sys.modules.setdefault("rfc3987_syntax", None)
+    sys.modules.setdefault("rfc3987_syntax", None)   # see execute_imports.load (not needed to judge)
     import nbformat
     import zmq
     from jupyter_client.asynchronous import AsyncKernelClient
@@ -87,8 +93,11 @@ def main(argv: list[str]) -> int:
 
         def format_kernel_cmd(self, extra_arguments=None):
             self.kernel_spec.interrupt_mode = "message"
+            command = super().format_kernel_cmd(extra_arguments)
+            if command[1:3] == ["-m", "ipykernel_launcher"]:
+                command = [command[0], "-c", KERNEL_MAIN, *command[3:]]
             return sandbox.kernel_command(
-                super().format_kernel_cmd(extra_arguments), ipc_dir=config["ipc_dir"],
+                command, ipc_dir=config["ipc_dir"],
                 workdir=None if config.get("private_home") else config["workdir"],
                 report_dir=config.get("report_dir"), bwrap_flags=config.get("bwrap_flags", ()),
                 env=sandbox.sandbox_env(dict(os.environ), config["bubblewrap"]), limits=config["limits"],

@@ -3,7 +3,9 @@
 Each sandboxed run has a private ``/tmp``, so its compiled-kernel cache starts empty and exercise 7
 compiled the emulator's own runtime afresh in every run, once for the plain build and once for the
 checked (AddressSanitizer) build: about 8 s per notebook isolated against 4 s without isolation.
-The runtime objects (``ck_runtime``, ``ck_driver``, ``ck_count``) are the same for every student.
+The runtime objects (``ck_runtime``, ``ck_driver``, ``ck_count``) are the same for every student, and
+so is the prelude every kernel's source starts with, which the grader precompiles (a ``.gch`` per
+flag set): a kernel then compiles in 0.05 s instead of 0.19 s.
 
 So the grader builds them once, itself, from coursekit's own files only (nothing a student wrote),
 into ``$COURSEKIT_CACHE_DIR/grader-shared/cuda`` (default under ``~/.cache/coursekit``), makes the
@@ -18,6 +20,7 @@ could carry anything that run put in it.
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import stat
@@ -40,8 +43,23 @@ def grading_env() -> dict[str, str]:
     """``{COURSEKIT_CUDA_SHARED_CACHE: folder}`` once the shared runtime objects are built (the first
     call builds them; later calls are free), or ``{}`` where they cannot be (no C++ compiler)."""
     with _LOCK:
+        _compile_library()
         folder = _prepare()
     return {ENV: str(folder)} if folder else {}
+
+
+@lru_cache(maxsize=1)
+def _compile_library() -> bool:
+    """Write the bytecode of every coursekit module (``__pycache__``), once per grading process.
+
+    Runs see the coursekit package read-only, so a module whose bytecode was never written (any module
+    the grader's own process has not imported: the tensor layer, the emulator's Python side, the
+    lesson helpers) was compiled from its source again by every kernel that imported it: 3.5 s of
+    the 27 s of CPU that grading the 11 reference notebooks took (cpuacct). Modules whose bytecode
+    is up to date are only checked. Where the package is not writable (a system install), nothing
+    is written and runs compile as before.
+    """
+    return compileall.compile_dir(str(compiler.PKG_DIR.parent), quiet=2, workers=1)
 
 
 @lru_cache(maxsize=1)
@@ -59,6 +77,9 @@ def _prepare() -> Path | None:
         builds = [("ck_runtime.cpp", compiler.FAST_FLAGS), ("ck_runtime.cpp", compiler.ASAN_FLAGS),
                   ("ck_driver.cpp", compiler.ASAN_FLAGS), ("ck_count.cpp", compiler.FAST_FLAGS)]
         built = [compiler._build_object(name, flags) for name, flags in builds]
+        for flags in (compiler.FAST_FLAGS, compiler.ASAN_FLAGS, [*compiler.FAST_FLAGS, *compiler.COUNT_FLAGS]):
+            include = compiler._prelude_pch(flags)      # the prelude, precompiled: ["-I", folder] or []
+            built += [Path(include[1]) / "ck_prelude.h.gch"] if include else []
     except Exception:        # no working compiler: runs compile the runtime themselves, as before
         return None
     finally:
@@ -70,5 +91,7 @@ def _prepare() -> Path | None:
             os.environ[ENV] = previous_shared
     for path in built:
         path.chmod(stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        if path.parent != folder:
+            path.parent.chmod(0o555)
     folder.chmod(0o555)
     return folder

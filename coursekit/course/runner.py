@@ -16,8 +16,11 @@ event to a pipe the kernel never holds; :mod:`coursekit.course.outcomes` turns t
 Graded cells written with :func:`coursekit.course.check.graded_check` are judged by the child,
 outside the kernel, on the observations the kernel reported in a safe format (see that module).
 
-The child is started by path and imports only the standard library and its sibling ``sandbox``
-until it judges, so running a notebook does not depend on the ``coursekit`` library importing cleanly.
+The child is forked from a server that has imported nbclient and its kin once per grader (see
+:mod:`coursekit.course.child`), or started as a fresh interpreter by path where that is not possible;
+either way it imports only the standard library, Jupyter's client libraries and its sibling
+``sandbox`` until it judges, so running a notebook does not depend on the ``coursekit`` library
+importing cleanly.
 """
 
 from __future__ import annotations
@@ -33,14 +36,13 @@ import tempfile
 import threading
 from pathlib import Path
 
-from . import rungroup, sandbox
+from . import child, rungroup, sandbox
 from .check import NONCE_ENV, REPORT_DIR_ENV, REPORT_LIMIT
 from .outcomes import CellOutcome, NotebookRun, describe_error, read_events, short
 
 __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protection", "run_notebook", "short"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-CHILD = Path(__file__).resolve().parent / "execute.py"
 FREE_SPACE_FLOOR_MB = int(os.environ.get("COURSEKIT_GRADE_FREE_MB", "1024"))   # no run starts below it
 KERNEL_STOPS = 4          # kernels stopped for memory before the whole run is (the child restarts 3)
 FOLDER_ENTRIES = 10_000    # files a run may leave in its folders on the grader's disk
@@ -119,23 +121,18 @@ def run_notebook(
             "report_dir": str(report_dir) if judge else None, "nonce": nonce,
         }
         reporting = {REPORT_DIR_ENV: str(report_dir), NONCE_ENV: nonce} if judge else {}
-        command = [
-            sys.executable, str(CHILD), str(Path(path).resolve()),
-            "--cell-timeout", str(int(cell_timeout)), "--kernel", kernel_name, "--sandbox", json.dumps(config),
-            "--events-fd", "{fd}",
-        ]
+        args = [str(Path(path).resolve()), "--cell-timeout", str(int(cell_timeout)), "--kernel", kernel_name,
+                "--sandbox", json.dumps(config), "--events-fd", "{fd}"]
         if executed_path:
-            command += ["--executed", str(Path(executed_path).resolve())]
+            args += ["--executed", str(Path(executed_path).resolve())]
         read_end, write_end = os.pipe()     # the event channel: no file a kernel could find and write
-        command[command.index("{fd}")] = str(write_end)
-        output_path = Path(tmp) / "output.log"       # a file, not a pipe: a forked daemon holding it
-        with open(output_path, "wb") as output_file:  # cannot make the grader wait for its EOF
-            process = subprocess.Popen(
-                command, env=child_env(dict(env or {}, COURSEKIT_RUN_TOKEN=token, **reporting)), cwd=tmp,
-                stdin=subprocess.DEVNULL, stdout=output_file, stderr=subprocess.STDOUT,
-                start_new_session=True, pass_fds=(write_end,),
-            )
-        os.close(write_end)
+        output_path = Path(tmp) / "output.log"
+        output_path.touch()
+        try:
+            process = child.start(args, env=child_env(dict(env or {}, COURSEKIT_RUN_TOKEN=token, **reporting)),
+                                  cwd=tmp, output_path=str(output_path), events_fd=write_end)
+        finally:
+            os.close(write_end)
         channel = _Reader(read_end)
         watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir], Path(tmp))
         _LIVE[process.pid] = watch

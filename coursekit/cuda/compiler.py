@@ -235,6 +235,30 @@ def _build_object(name: str, flags: list) -> Path:
     return out
 
 
+def _prelude_pch(flags: list) -> list:
+    """``["-I", folder]`` of a folder holding ``ck_prelude.h.gch``, the emulator's prelude
+    precompiled with these flags (built once, cached like the runtime objects), or ``[]``.
+
+    Every kernel's translation unit starts with ``#include "ck_prelude.h"``, and parsing it (and the
+    C++ headers under it) was 0.14 of the 0.19 s g++ took for a small kernel; with the precompiled
+    header the same compile takes 0.05 s and writes the same object. The folder goes first among
+    the include folders, so g++ finds the ``.gch`` before the header; where the ``.gch`` does not
+    fit a compile (a student's ``-D`` option), g++ ignores it and reads the header as before.
+    """
+    key = _key("pch", tuple(flags), _runtime_digest(), _tool_version(cxx()))
+    name = f"pch-{key}/ck_prelude.h.gch"
+    out = shared_artefact(name) or cache_dir() / name
+    if not out.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f"ck_prelude.h.gch.{os.getpid()}.tmp")
+        r = _run([cxx(), *CXXFLAGS, *flags, "-x", "c++-header", str(PKG_DIR / "ck_prelude.h"), "-o", str(tmp)])
+        if r.returncode != 0:        # the compiles below will say what is wrong with the prelude
+            tmp.unlink(missing_ok=True)
+            return []
+        os.replace(tmp, out)
+    return ["-I", str(out.parent)]
+
+
 def build(src: str, options, entries, *, asan=False, check_nvcc=True, count_reads=False):
     """Build the emulator library (or, with asan, the checked-mode executable).
 
@@ -262,17 +286,19 @@ def build(src: str, options, entries, *, asan=False, check_nvcc=True, count_read
         tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
         if asan:
             driver = _build_object("ck_driver.cpp", flags)
-            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver), "-o", str(tmp), *LIBS]
+            cmd = [cxx(), *_prelude_pch(flags), *CXXFLAGS, *flags, *hopts, str(cpp), str(runtime), str(driver),
+                   "-o", str(tmp), *LIBS]
             stats["asan"] += 1
         elif count_reads:
             counted = cpp.with_suffix(".o")
-            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, *COUNT_FLAGS, "-c", str(cpp), "-o", str(counted)]
+            cmd = [cxx(), *_prelude_pch([*flags, *COUNT_FLAGS]), *CXXFLAGS, *flags, *hopts, *COUNT_FLAGS, "-c",
+                   str(cpp), "-o", str(counted)]
             link = [cxx(), *CXXFLAGS, *flags, "-shared", "-Wl,-Bsymbolic", str(counted), str(runtime),
                     str(_build_object("ck_count.cpp", flags)), "-o", str(tmp), *LIBS]
             stats["gxx"] += 1
         else:
-            cmd = [cxx(), *CXXFLAGS, *flags, *hopts, "-shared", "-Wl,-Bsymbolic", str(cpp), str(runtime),
-                   "-o", str(tmp), *LIBS]
+            cmd = [cxx(), *_prelude_pch(flags), *CXXFLAGS, *flags, *hopts, "-shared", "-Wl,-Bsymbolic", str(cpp),
+                   str(runtime), "-o", str(tmp), *LIBS]
             stats["gxx"] += 1
         r = _run(cmd)
         if count_reads and r.returncode == 0:

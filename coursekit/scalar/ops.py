@@ -118,7 +118,9 @@ class Cast(ScalarOp):
     def _grad(inputs, output, gz):
         (x,) = inputs
         if x.type.dtype[0] not in "fc":
-            return [None]
+            # int -> float: the float function of x is defined between integers, so gz flows on (Theano's
+            # contract; it reaches an integer variable only under config.integer_grad='theano')
+            return [gz] if output.type.dtype[0] in "fc" else [_math().zeros_like(x)]
         M = _math()
         if output.type.dtype[0] not in "fc":
             # float -> int/bool rounds: piecewise constant, so zero (like floor), never gz passed through
@@ -232,8 +234,9 @@ def _g(fn):
 
 
 def zero_grads(inputs, output, gz):
+    """A step function of its inputs (integer ones too: Theano's contract makes them zero, not disconnected)."""
     zeros_like = _math().zeros_like
-    return [zeros_like(i) if i.type.dtype[0] in "fc" else None for i in inputs]
+    return [zeros_like(i) for i in inputs]
 
 
 _OPS = {}

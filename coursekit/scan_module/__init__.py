@@ -6,5 +6,6 @@
 (the gradient: a second scan, running backwards through time).
 """
 from .builder import ScanError, scan, until  # noqa: F401
+from .folds import foldl, foldr, map, reduce  # noqa: F401,A004  (theano.map, theano.reduce ...)
 from .op import Scan, ScanInfo  # noqa: F401
 from . import rewrites  # noqa: F401,E402  (registers scan_dot_to_gemm)

@@ -65,7 +65,7 @@ def install(shadow_real_theano=False, theano_defaults=True):
     :func:`uninstall`).  ``theano_defaults``: set Theano's ``floatX=float64`` default unless
     ``THEANO_FLAGS``/``COURSEKIT_FLAGS`` names a floatX, and Theano's typing of Python floats beside
     integer tensors and Python ints (``config.autocast='theano'``: ``bool_mask * 1.0`` is floatX, not NumPy 2's
-    float64, and ``T.constant(1)`` is int8);
+    float64, and ``T.constant(1)`` is int8) and of integer gradients (``config.integer_grad='theano'``);
     pass ``False`` to keep the current settings.
     """
     if not installed():
@@ -78,6 +78,7 @@ def install(shadow_real_theano=False, theano_defaults=True):
         install_finder()
     if theano_defaults:
         config.autocast = "theano"  # Python floats beside integer tensors are floatX; T.constant(1) is int8
+        config.integer_grad = "theano"  # grad(A + B, A) of integer A is float zeros, as Theano's op contract
         if not _flags_set_floatx():
             config.floatX = "float64"
 

@@ -15,7 +15,7 @@ import importlib.util
 import sys
 import types
 
-from .aliases import alias_name, real_name
+from .aliases import ALIAS_ROOT, alias_name, real_name
 from .report import RECORD
 
 
@@ -29,8 +29,11 @@ class AliasModule(types.ModuleType):
 
     def __getattr__(self, name):
         real = object.__getattribute__(self, "_real")
+        if name == self.__name__ == ALIAS_ROOT:  # Theano's __init__ ran `import theano.tests`, binding theano.theano
+            return self                          # to itself: `from theano import theano` and `import *` use it
         if name == "__all__":  # `from theano.tensor import *` reads it, then every name in it
             public = getattr(real, "__all__", None) or [n for n in vars(real) if not n.startswith("_")]
+            public = [*public, ALIAS_ROOT] if self.__name__ == ALIAS_ROOT else public
             object.__setattr__(self, "_star", set(public))
             return list(public)
         if name.startswith("__") and name.endswith("__"):

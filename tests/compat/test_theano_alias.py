@@ -56,6 +56,28 @@ def test_theano_and_its_submodules_are_coursekits(tmp_path):
     assert out.strip() == "12.0"
 
 
+def test_theano_is_an_attribute_of_itself_as_in_theano(tmp_path):
+    """Theano's package bound ``theano.theano`` (its __init__ imported theano.tests); programs rely on it
+    through ``from theano import theano`` and ``from theano import *``."""
+    out = run(tmp_path, """
+        import theano
+        from theano import theano as again
+        assert again is theano
+        ns = {}
+        exec("from theano import *", ns)
+        assert ns["theano"] is theano and ns["function"] is theano.function
+        with theano.change_flags(floatX="float32"):
+            inner = theano.config.floatX
+
+        @theano.change_flags(floatX="float16")
+        def decorated():
+            return theano.config.floatX
+
+        print(ns["theano"].config.floatX, inner, decorated(), theano.config.floatX)
+    """, env=clean_env()).stdout
+    assert out.split() == ["float64", "float32", "float16", "float64"]
+
+
 def test_theano_defaults_apply_under_the_alias_and_flags_still_win(tmp_path):
     source = """
         import theano, theano.tensor as T
