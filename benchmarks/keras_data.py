@@ -36,6 +36,20 @@ def keras_example(name):
     return libraries.checkout(*KERAS_REPO, sparse=["examples"]) / "examples" / name
 
 
+def adapted_example(name, replacements):
+    """A copy of ``examples/<name>`` with ``replacements`` ((old, new) source fragments, each of which must
+    occur) made: only Python 2 -> 3 spellings, each named in the program's source description."""
+    text = keras_example(name).read_text()
+    for old, new in replacements:
+        if old not in text:
+            raise libraries.Unavailable(f"the adaptation {old!r} -> {new!r} no longer applies to {name}")
+        text = text.replace(old, new)
+    dest = libraries.CACHE / "keras-examples-adapted" / name
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(text)
+    return dest
+
+
 def mnist_pickle(datasets, n_train, n_test, rare_digit_count=None, seed=0):
     """``mnist.pkl.gz`` as ``keras.datasets.mnist.load_data`` reads it: ((x_train, y_train), (x_test, y_test)),
     uint8 images (n, 28, 28) and uint8 labels.  Digit k is a bright bar in row band k, so the nets can learn.
@@ -124,7 +138,9 @@ def keras_example_setup(work, dim_ordering="th", data=()):
             "PYTHONPATH": os.pathsep.join([str(REPO), str(libraries.keras_path())])}
 
 
-def example(name, dim_ordering="th", data=(), note="", timeout=600, args=()):
-    """A :data:`theano_programs.PROGRAMS` entry for Keras 1.2.2's ``examples/<name>.py``."""
-    return (f"{SOURCE}{name}.py{' (' + note + ')' if note else ''}", lambda: keras_example(f"{name}.py"),
+def example(name, dim_ordering="th", data=(), note="", timeout=600, args=(), python2=()):
+    """A :data:`theano_programs.PROGRAMS` entry for Keras 1.2.2's ``examples/<name>.py``; ``python2``: the
+    (old, new) Python 2 -> 3 adaptations of its source, if any (``note`` must name them)."""
+    path = (lambda: adapted_example(f"{name}.py", python2)) if python2 else (lambda: keras_example(f"{name}.py"))
+    return (f"{SOURCE}{name}.py{' (' + note + ')' if note else ''}", path,
             list(args), lambda work: keras_example_setup(work, dim_ordering, data), timeout)

@@ -125,6 +125,10 @@ PROGRAMS.update({
     "keras-mnist-hierarchical-rnn": example("mnist_hierarchical_rnn", data=[lambda d: mnist_pickle(d, 256, 64)]),
     "keras-mnist-irnn": example("mnist_irnn", data=[lambda d: mnist_pickle(d, 32, 32)], timeout=1200),
     "keras-mnist-net2net": example("mnist_net2net", data=[lambda d: mnist_pickle(d, 512, 128)], timeout=900),
+    "keras-mnist-net2net-py3-division": example(
+        "mnist_net2net", data=[lambda d: mnist_pickle(d, 512, 128)], timeout=900,
+        note="its Python 2 integer division `(kh - 1) / 2` written `//`: Python 3's `/` gives a float index",
+        python2=[("student_w[i, i, (kh - 1) / 2, (kw - 1) / 2]", "student_w[i, i, (kh - 1) // 2, (kw - 1) // 2]")]),
     "keras-variational-autoencoder": example("variational_autoencoder", note="writes its plots with Agg",
                                              data=[lambda d: mnist_pickle(d, 500, 200)]),
     "keras-variational-autoencoder-deconv": example("variational_autoencoder_deconv", note="writes its plots "
@@ -133,6 +137,8 @@ PROGRAMS.update({
     "keras-babi-rnn": example("babi_rnn", data=[babi_tar]),
     "keras-babi-memnn": example("babi_memnn", data=[babi_tar]),
     "keras-lstm-text-generation": example("lstm_text_generation", data=[text_corpus]),
+    "keras-mnist-swwae": example("mnist_swwae", note="writes its plot with Agg",
+                                 data=[lambda d: mnist_pickle(d, 32, 25)], timeout=1200),
 })
 
 # More outsiders' programs (issue 27, helper P): entries added only inside this block.

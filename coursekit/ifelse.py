@@ -4,10 +4,13 @@
 ``ifelse`` takes a scalar condition and computes only the chosen branch.
 To make that possible here, the two branches' graphs are moved *inside* the
 IfElse op (each compiled into its own inner function, like scan's step):
-the op's inputs are the condition and the leaves the branches read, and at
-run time it evaluates the condition and runs one inner function.  A value
-both branches (or the rest of the graph) share is computed inside the branch
-that needs it.
+the op's inputs are the condition and the values the branches start from, and
+at run time it evaluates the condition and runs one inner function.  A value
+*both* branches read is computed outside, once, as Theano's lazy evaluation
+did (whichever branch runs needs it): so a branch holds only its own work, and
+stacked choices (Keras puts one in every BatchNormalization layer) do not nest
+every earlier layer inside every later branch, which made their gradient
+exponential in the depth.  A value only one branch reads is computed inside it.
 
 On a GPU device the op runs as ``GpuIfElse`` (its twin, made by
 :func:`~coursekit.devices.gpu_ops.gpu_twin`): the condition is read on the
@@ -24,7 +27,7 @@ from .config import config
 from .devices.transfer import gpu_from_host, host_from_gpu
 from .devices.types import GpuArrayType
 from .gradient import grad
-from .graph import Apply, Constant, clone_replace, graph_inputs
+from .graph import Apply, Constant, clone_replace
 from .tensor.math import zeros_like
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
@@ -113,13 +116,15 @@ class IfElse(XpOp):
     def L_op(self, inputs, outputs, output_grads):
         cond, *leaves = inputs
         replace = dict(zip(self.inner_inputs, leaves))
-        float_leaves = [v for v in leaves if v.type.dtype[0] in "fc"]
+        float_inner = [v for v in self.inner_inputs if v.type.dtype[0] in "fc"]
 
         def branch_grads(outs):
-            cloned, _ = clone_replace(outs, replace)
-            known = {o: g for o, g in zip(cloned, output_grads) if o.type.dtype[0] in "fc"}
-            return grad(None, float_leaves, known_grads=known, disconnected_inputs="ignore") if known else \
-                [zeros_like(v) for v in float_leaves]
+            # differentiated inside, where the inputs are independent leaves (an input may be computed from
+            # another outside), then written in the outer variables
+            known = {o: g for o, g in zip(outs, output_grads) if o.type.dtype[0] in "fc"}
+            if not known:
+                return [zeros_like(replace[v]) for v in float_inner]
+            return clone_replace(grad(None, float_inner, known_grads=known, disconnected_inputs="ignore"), replace)[0]
 
         chosen = ifelse(cond, branch_grads(self.then_outputs), branch_grads(self.else_outputs), name="grad")
         chosen = chosen if isinstance(chosen, list) else [chosen]
@@ -142,7 +147,7 @@ def ifelse(condition, then_branch, else_branch, name=None):
         if a.type.dtype != b.type.dtype or a.type.ndim != b.type.ndim:
             raise TypeError(f"ifelse: value {k} is {a.type} in the then branch but {b.type} in the else branch; "
                             "both branches must give the same dtype and rank (cast one of them)")
-    leaves = [v for v in graph_inputs(then_list + else_list) if not isinstance(v, Constant)]
+    leaves = _branch_starts(then_list, else_list)
     inner = [v.type.host_type().make_variable(v.name) if hasattr(v.type, "host_type") else v.type.make_variable(v.name)
              for v in leaves]
     replace = dict(zip(leaves, inner))
@@ -151,3 +156,32 @@ def ifelse(condition, then_branch, else_branch, name=None):
     outs = IfElse(inner, then_inner, else_inner, name)(condition, *leaves)
     outs = outs if isinstance(outs, list) else [outs]
     return outs[0] if single else outs
+
+
+def _ancestors(outputs):
+    """{id: variable} of ``outputs`` and everything they are computed from."""
+    seen, stack = {}, list(outputs)
+    while stack:
+        v = stack.pop()
+        if id(v) not in seen:
+            seen[id(v)] = v
+            stack.extend(v.owner.inputs if v.owner is not None else ())
+    return seen
+
+
+def _branch_starts(then_list, else_list):
+    """The values the branches are computed from: walking up from each branch's outputs, the first value
+    both branches read (computed outside the op, once), or a leaf; constants stay inside."""
+    common = _ancestors(then_list).keys() & _ancestors(else_list).keys()
+    starts, seen, stack = {}, set(), list(reversed(then_list + else_list))
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if id(v) in common or v.owner is None:
+            if not isinstance(v, Constant):
+                starts[id(v)] = v
+        else:
+            stack.extend(reversed(v.owner.inputs))
+    return list(starts.values())

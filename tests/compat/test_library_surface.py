@@ -91,7 +91,14 @@ def test_batch_normalization_train_and_test():
     m, v = xv.mean(axis=(0, 2, 3), keepdims=True), xv.var(axis=(0, 2, 3), keepdims=True)
     expand = (None, slice(None), None, None)
     np.testing.assert_allclose(got[0], (xv - m) / np.sqrt(v + 1e-4) * gv[expand] + bv[expand], rtol=1e-10)
-    assert got[1].shape == (1, 3, 1, 1)
+    # Theano gives the statistics in gamma's shape: a vector here (Keras 1.x averages them into its vectors)
+    np.testing.assert_allclose(got[1], m.ravel(), rtol=1e-10)
+    np.testing.assert_allclose(got[2], 1 / np.sqrt(v.ravel() + 1e-4), rtol=1e-10)
+    g4 = T.TensorType("float64", (True, False, True, True))("g4")  # gamma keeps the reduced axes: stats too
+    kept = bn.batch_normalization_train(x, g4, g4, "spatial", 1e-4)
+    got_kept = theano.function([x, g4], kept)(xv, gv[expand])[1:]
+    assert got_kept[0].shape == got_kept[1].shape == (1, 3, 1, 1)
+    np.testing.assert_allclose(got_kept[0], m, rtol=1e-10)
     np.testing.assert_allclose(got[3], 0.1 * m.ravel(), rtol=1e-10)
     np.testing.assert_allclose(got[4], 0.9 + 0.1 * xv.var(axis=(0, 2, 3), ddof=1), rtol=1e-10)
     test = bn.batch_normalization_test(x, g, b, rm, rv, "spatial", 1e-4)

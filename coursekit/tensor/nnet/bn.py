@@ -36,9 +36,10 @@ def _expand(param, axes, ndim):
     return param
 
 
-def _like(stat, param, axes):
-    """``stat`` (reduced with keepdims) in the shape ``param`` was given in."""
-    if as_tensor_variable(param).type.ndim < stat.type.ndim:
+def _like(stat, param, axes, skipped=None):
+    """``stat`` (reduced with keepdims) in the shape ``param`` was given in (``skipped``: it was given
+    without the reduced axes, if ``param`` is already expanded)."""
+    if skipped if skipped is not None else as_tensor_variable(param).type.ndim < stat.type.ndim:
         return stat.dimshuffle(*(a for a in range(stat.type.ndim) if a not in axes))
     return stat
 
@@ -47,22 +48,26 @@ def batch_normalization_train(inputs, gamma, beta, axes="per-activation", epsilo
                               running_average_factor=0.1, running_mean=None, running_var=None):
     """(out, mean, invstd[, new running mean, new running var]): normalise with the batch's statistics.
 
-    ``mean`` and ``invstd`` keep the reduced axes (size 1), as Theano's did; the running variance is
-    updated with the unbiased variance, as Theano's was."""
+    As in Theano, ``mean`` and ``invstd`` come in the shape ``gamma`` was given in: with the reduced axes
+    (size 1) when ``gamma`` has them, without when it skips them (Keras 1.x gives a vector per channel and
+    averages the returned mean into its vector of running means).  The running variance is updated with
+    the unbiased variance, as Theano's was."""
     inputs = as_tensor_variable(inputs)
     axes = _axes(axes, inputs.type.ndim)
+    skipped = as_tensor_variable(gamma).type.ndim == inputs.type.ndim - len(axes) != inputs.type.ndim
     gamma, beta = (_expand(p, axes, inputs.type.ndim) for p in (gamma, beta))
     mean = tmean(inputs, axis=axes, keepdims=True)
     var = tvar(inputs, axis=axes, keepdims=True)
     invstd = 1.0 / sqrt(var + epsilon)
     out = (inputs - mean) * invstd * gamma + beta
+    stats = [_like(s, gamma, axes, skipped) for s in (mean, invstd)]
     if running_mean is None and running_var is None:
-        return out, mean, invstd
+        return (out, *stats)
     m = 1
     for a in axes:
         m = m * inputs.shape[a]
     unbiased = var * (m / (m - 1.0))
-    results = [out, mean, invstd]
+    results = [out, *stats]
     if running_mean is not None:
         results.append(running_mean * (1 - running_average_factor)
                        + _like(mean, running_mean, axes) * running_average_factor)
