@@ -105,6 +105,9 @@ def test_cluster_grades_like_local_jobs_and_survives_a_killed_worker(tmp_path):
         scores, _ = grade(submissions, reference, cell_timeout=120, notebook_timeout=300, cluster=client,
                           progress=False)
         killer.join(timeout=5)
+        client.wait_for_workers(2, timeout=120)
+        # every worker, the one its nanny restarted too, may fork each run's client (coursekit/course/child.py)
+        assert set(client.run(_is_daemonic).values()) == {False}
     assert killed, "no worker was killed during the run"
     rows = [(s.student, s.notebook, s.cell_id) for s in scores]
     assert len(rows) == len(set(rows)) == 3 * 2 * 3                 # no lost and no duplicated grade
@@ -114,3 +117,9 @@ def test_cluster_grades_like_local_jobs_and_survives_a_killed_worker(tmp_path):
         assert not s.reason.startswith("grader error"), s.reason
     assert got == {(student, name): (0 if student == "cal" else 6)
                    for student in ("ann", "ben", "cal") for name in ("01_fixture", "02_fixture")}
+
+
+def _is_daemonic():
+    import multiprocessing
+
+    return multiprocessing.current_process().daemon

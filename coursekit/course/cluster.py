@@ -71,13 +71,17 @@ def executor(jobs: int = 1, cluster=None):
 
 def local_cluster(workers: int, **options):
     """A Dask cluster of ``workers`` one-thread worker processes on this machine, with :data:`SETTINGS`
-    (for trying ``--cluster`` out, the tests and benchmarks); use it as a context manager."""
+    (for trying ``--cluster`` out, the tests and benchmarks); use it as a context manager.
+
+    The settings are set for this whole process, not only while the cluster starts: its nannies read
+    ``distributed.worker.daemon`` again whenever they restart a worker that died, and a restarted
+    worker started daemonic would fall back to fresh interpreters for the rest of the class.
+    """
     import dask
     from distributed import LocalCluster
 
-    with dask.config.set(SETTINGS):
-        return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                            **options)
+    dask.config.set(SETTINGS)
+    return LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None, **options)
 
 
 def _connect(cluster):
