@@ -112,6 +112,13 @@ def get(name) -> Device:
     return _DEVICES[name]
 
 
+def forget_scalar_op(scalar_op):
+    """Drop every device's compiled kernels that compute with ``scalar_op``: ``register(op, replace=True)``
+    retired it (the kernels could never be reached again, but they hold memory and, on a GPU, a module)."""
+    for device in _DEVICES.values():
+        device.forget_kernels(scalar_op)
+
+
 def kernel_device() -> Device:
     """The device hand-written CUDA kernels (``coursekit.cuda``) run on now: the GPU where
     ``config.device`` asks for one and there is one, else the simulated device (the emulator)."""
