@@ -17,7 +17,8 @@ from pathlib import Path
 from .escape import csv_cell, markdown_text
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
-           "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.regrade
+           "submission_sha256", "judge_sha256", "grader",   # these three: see coursekit.course.regrade
+           "grader_fault"]                                  # the grader caused it: see coursekit.course.scores
 
 
 def number(value) -> str:
@@ -34,7 +35,8 @@ def write_csv(scores, path) -> Path:
         for s in scores:
             writer.writerow([csv_cell(s.student), csv_cell(s.notebook), csv_cell(s.cell_id), number(s.points),
                              number(s.max_points), csv_cell(s.reason), csv_cell(s.protection),
-                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader)])
+                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader),
+                             "true" if s.grader_fault else "false"])
     return path
 
 
