@@ -13,6 +13,12 @@
 * ``grades.json`` — every student's points per exercise and per graded cell with the reasons, the
   exercises assigned and the grader's version, for any other system.
 
+With ``--from canvas|moodle`` (an LMS download, students keyed by the LMS's user ids) the two CSVs
+are what that LMS imports into its *existing* columns: with ``--roster`` the roster's own file
+filled in (:mod:`.roster`: Canvas's gradebook columns ``Name (id)``, Moodle's grading worksheet), and
+without it the LMS's layout keyed by the download's user ids (:func:`write_canvas_ids`,
+:func:`write_moodle_worksheet`).
+
 The points are per exercise notebook (the sum of its graded cells), only the exercises graded in
 this run (``--assignment``). Cells are written as the score table's are: every text that came from a
 submission (student names, reasons) is neutralised for spreadsheets by :func:`csv_cell`.
