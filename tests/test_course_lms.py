@@ -200,7 +200,9 @@ def test_canvas_links_ambiguity_and_foreign_names_are_refused_or_listed(tmp_path
 
 def test_a_moodle_download_is_graded_and_exported_into_its_grading_worksheet(tmp_path, recorded_runs, capsys):
     reference, download = references(tmp_path), moodle_download(tmp_path)
-    roster = write_csv(tmp_path / "worksheet.csv", MOODLE_ROSTER)
+    hostile = [row[:] for row in MOODLE_ROSTER]
+    hostile[4][1] = "=HYPERLINK(\"http://x\")"                     # the roster is text others typed
+    roster = write_csv(tmp_path / "worksheet.csv", hostile)
     out = tmp_path / "grades.csv"
     assert main(["grade", str(download), "--from", "moodle", "--roster", str(roster), "--assignment", "05",
                  "--reference", str(reference), "--out", str(out), "--export", "moodle", "--missing", "zero",
@@ -212,10 +214,10 @@ def test_a_moodle_download_is_graded_and_exported_into_its_grading_worksheet(tmp
     assert sheet[0] == MOODLE_HEADER
     assert [(r[0], r[1], r[4], r[5]) for r in sheet[1:]] == [
         ("Participant 2001", "Jane Doe", "6", "6.00"), ("Participant 2002", "Bob Smith", "6", "6.00"),
-        ("Participant 2003", "Carol Lee", "6", "6.00"), ("Participant 2004", "Dan Ng", "0", "6.00")]
+        ("Participant 2003", "Carol Lee", "6", "6.00"), ("Participant 2004", "'=HYPERLINK(\"http://x\")", "0", "6.00")]
     err = capsys.readouterr().err
     assert "2001: ignored Jane Doe_2001_assignsubmission_onlinetext_: not a file submission" in err
-    assert "1 students of the roster handed in nothing; their export cells are 0 (--missing zero): Dan Ng (2004)" in err
+    assert "1 students of the roster handed in nothing; their export cells are 0 (--missing zero): =HYPERLINK" in err
 
 
 def test_a_moodle_download_without_a_worksheet_exports_participant_ids_not_folder_names(tmp_path, recorded_runs):

@@ -95,7 +95,7 @@ def as_json(scores, assigned=(), grader: str = "") -> dict:
     for s in scores:
         cells.setdefault(s.student, {}).setdefault(s.notebook, {})[s.cell_id] = {
             "points": s.points, "max_points": s.max_points, "reason": s.reason,
-            "submission_sha256": s.submission_sha256, "judge_sha256": s.judge_sha256}
+            "submission_sha256": s.submission_sha256, "judge_sha256": s.judge_sha256, "grader_fault": s.grader_fault}
     return {
         "grader": grader,
         "assigned": list(assigned) or notebooks,
