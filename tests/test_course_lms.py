@@ -195,6 +195,14 @@ def test_canvas_links_ambiguity_and_foreign_names_are_refused_or_listed(tmp_path
     assert "ignored readme.txt: not a canvas download name (expected Canvas's <sortablename>[_late]_<userid>" in err
 
 
+def test_a_folder_that_is_not_the_download_says_what_it_holds_and_what_was_expected(tmp_path, capsys):
+    reference = references(tmp_path)
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    assert main(["grade", str(tmp_path / "subs"), "--from", "moodle", "--reference", str(reference)]) == 2
+    assert ("--from moodle: " + str(tmp_path / "subs") + " holds no moodle submission (it holds alice); expected "
+            "Moodle's '<Full Name>_<participantid>_assignsubmission_file_' folders") in capsys.readouterr().err
+
+
 # --- Moodle -----------------------------------------------------------------------------------------
 
 

@@ -112,8 +112,12 @@ def collect(download, source: str) -> tuple[dict, dict, list[str]]:
             files.setdefault(uid, []).append((entry, parsed["file"]))
         else:
             warnings.append(f"{uid}: ignored {shown}: not a notebook")
-    if not files and not warnings:
-        raise LmsLayoutError(f"{download} holds nothing: unzip the {source} download there ({_expected(source)})")
+    if not files:
+        held = sorted(printable_name(p.name) for p in download.iterdir() if not p.name.startswith("."))
+        shown = ", ".join(held[:5]) + (f" and {len(held) - 5} more" if len(held) > 5 else "") or "nothing"
+        raise LmsLayoutError(f"--from {source}: {download} holds no {source} submission (it holds {shown}); "
+                             f"{_expected(source)}. Unzip the download itself there, or grade a folder per student "
+                             f"without --from")
     return files, names, warnings
 
 
