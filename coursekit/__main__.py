@@ -28,7 +28,7 @@ def usable_cores() -> int:
 
 
 def _exercises(args) -> int:
-    from coursekit.course.exercises import ExerciseError, generate
+    from coursekit.course.authoring.exercises import ExerciseError, generate
 
     solutions = Path(args.solutions)
     if not solutions.is_dir():
@@ -40,7 +40,7 @@ def _exercises(args) -> int:
     except ExerciseError as exc:
         print(f"error: cannot generate exercises; fix these in {solutions}/:\n{exc}", file=sys.stderr)
         return 2
-    from coursekit.course.exercises import exercise_name
+    from coursekit.course.authoring.exercises import exercise_name
 
     sources = {exercise_name(p.name): p for p in solutions.glob("*.ipynb")}
     orphans = [p for p in stale if p.parent != solutions and p.name not in sources]
@@ -69,10 +69,10 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
-    from coursekit.course import cluster, export, regrade, roundtrip
-    from coursekit.course.grader import grade
-    from coursekit.course.report import number, write_reports
-    from coursekit.course.sandbox import detect
+    from coursekit.course.grading import cluster, export, regrade, roundtrip
+    from coursekit.course.grading.grader import grade
+    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.sandbox import detect
 
     try:
         reused = roundtrip.apply_scope(args)

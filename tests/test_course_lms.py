@@ -17,10 +17,10 @@ import nbformat
 import pytest
 
 from coursekit.__main__ import main
-from coursekit.course import grader, lms
-from coursekit.course.exercises import make_exercise
-from coursekit.course.grader import Score
-from coursekit.course.submissions import Refused
+from coursekit.course.grading import grader, lms
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.grader import Score
+from coursekit.course.grading.submissions import Refused
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 POINTS = 6                                   # the fixture's graded cells: 2 + 3 + 1

@@ -1,10 +1,10 @@
 """The ``grade`` command's LMS round trip: the scope a regrade reuses, the roster, what the export needs.
 
 :mod:`coursekit.__main__` stays a thin command line; this module holds the steps around
-:func:`coursekit.course.grader.grade` that the LMS options add:
+:func:`coursekit.course.grading.grader.grade` that the LMS options add:
 
 1. :func:`apply_scope` — a ``--regrade`` fills every scope option not given again from the scope
-   stored next to the previous grades (:func:`coursekit.course.regrade.reuse_scope`) and says what
+   stored next to the previous grades (:func:`coursekit.course.grading.regrade.reuse_scope`) and says what
    it reused; ``--assignment all`` widens a stored assignment to every exercise;
 2. :func:`prepare` — reads the roster (:mod:`.roster`) and, for a Canvas export, names each
    exercise's gradebook column *before* any notebook runs, so a roster that cannot be matched costs
