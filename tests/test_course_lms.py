@@ -328,3 +328,27 @@ def test_a_canvas_class_graded_for_real_lands_in_the_gradebook(tmp_path):
     exported = read_csv(tmp_path / "grades-canvas.csv")
     assert exported[0] == CANVAS_HEADER[:6]
     assert [row[1::4] for row in exported[2:]] == [["1001", "6"], ["1002", "3"], ["1003", "0"], ["1004", "0"]]
+
+
+@pytest.mark.slow
+def test_a_real_grader_side_failure_is_run_again_by_a_regrade(tmp_path, monkeypatch):
+    """The runner's own refusal (its temporary folder below the free-space floor) scores 0 as the grader's
+    fault; the regrade, with the same files and judges, runs the notebook for real and gives its points."""
+    from coursekit.course.grading import runner
+
+    reference = references(tmp_path, ["01_fixture"])
+    (tmp_path / "subs" / "alice").mkdir(parents=True)
+    nbformat.write(solution(), tmp_path / "subs" / "alice" / "01_fixture.ipynb")
+    out = tmp_path / "grades.csv"
+    args = ["grade", str(tmp_path / "subs"), "--reference", str(reference), "--out", str(out), "--no-progress"]
+    monkeypatch.setattr(runner, "FREE_SPACE_FLOOR_MB", 2**40)
+    assert main(args) == 0
+    first = list(csv.DictReader(open(out, newline="")))
+    assert all(r["points"] == "0" and r["grader_fault"] == "true" and "temporary folder" in r["reason"] for r in first)
+    monkeypatch.undo()
+    assert main(args + ["--regrade"]) == 0
+    second = list(csv.DictReader(open(out, newline="")))
+    assert [(r["reason"], r["grader_fault"]) for r in second] == [("passed", "false")] * 3
+    assert sum(float(r["points"]) for r in second) == POINTS
+    assert "1 notebooks graded again (submission or judges changed, or the grader had failed them: 1)" in \
+        (tmp_path / "grades-regrade-1.md").read_text()
