@@ -133,8 +133,8 @@ def _regrade_counts(previous, scores) -> tuple[int, int]:
 
 
 def _calibrate(args) -> int:
-    from coursekit.devices import presets
-    from coursekit.devices.calibrate import NoGPU, calibrate, describe
+    from coursekit.costmodel import presets
+    from coursekit.costmodel.calibrate import NoGPU, calibrate, describe
 
     if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
         print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
@@ -152,8 +152,8 @@ def _calibrate(args) -> int:
 
 
 def _gpu_models(args) -> int:
-    from coursekit.devices import presets
-    from coursekit.devices.calibrate import describe
+    from coursekit.costmodel import presets
+    from coursekit.costmodel.calibrate import describe
 
     names = args.names or presets.available()
     for name in names:
