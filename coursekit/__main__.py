@@ -102,7 +102,8 @@ def _grade(args) -> int:
     for line in guard.describe():
         print(f"  {line}", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned)
+    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+                                      lms.names if lms else None)
     roundtrip.save(args)
     students = len({s.student for s in scores})
     got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)

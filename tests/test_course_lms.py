@@ -149,7 +149,8 @@ def test_a_canvas_download_is_graded_and_exported_into_the_gradebooks_own_column
     assert "user 1010 (canvas download) is not in the roster" in err
     assert "2 students of the roster handed in nothing; their export cells are left blank (--missing zero writes 0): " \
            "Ng, Dan (1004), Who, Else (1009)" in err
-    assert "left blank" in (out.with_suffix(".md")).read_text()
+    summary = out.with_suffix(".md").read_text()
+    assert "left blank" in summary and "| 1001 · Doe, Jane | 6 | 6 |" in summary
 
 
 def test_canvas_columns_that_cannot_be_matched_stop_before_grading(tmp_path, recorded_runs, capsys):

@@ -82,7 +82,9 @@ def report(context: Lms | None, scores, download, formats=()) -> list[str]:
     if context.roster is None:
         found = downloads.collect(download, context.source)[1]
         context.names = {uid: name for uid, name in found.items() if name}
-        return [] if context.source not in formats else [f"no --roster: the {context.source} export is keyed by the download's user ids; its columns are "
+        if context.source not in formats:
+            return []
+        return [f"no --roster: the {context.source} export is keyed by the download's user ids; its columns are "
                 f"named after the exercises (pass the LMS's gradebook file as --roster to fill existing columns)"]
     lines = rosters.check(context.roster, students, notebooks, max_points, context.columns)
     absent = rosters.no_submission(context.roster, set(students))
