@@ -204,6 +204,16 @@ def test_a_folder_that_is_not_the_download_says_what_it_holds_and_what_was_expec
             "Moodle's '<Full Name>_<participantid>_assignsubmission_file_' folders") in capsys.readouterr().err
 
 
+def test_a_download_graded_without_from_gets_the_hint(tmp_path, recorded_runs, capsys):
+    reference = references(tmp_path)
+    args = ["--reference", str(reference), "--out", str(tmp_path / "g.csv"), "--no-progress"]
+    assert main(["grade", str(canvas_download(tmp_path))] + args) == 2            # flat files: nothing to grade
+    assert "3 of the 3 entries are named like a canvas download" in capsys.readouterr().err
+    assert main(["grade", str(moodle_download(tmp_path))] + args) == 0            # folders: graded by folder name
+    assert "4 of the 4 entries are named like a moodle download (Bob Smith_2002_assignsubmission_file_): grade it " \
+           "with --from moodle" in capsys.readouterr().err
+
+
 # --- Moodle -----------------------------------------------------------------------------------------
 
 

@@ -245,6 +245,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         found, warnings, _ = lms.find_lms_submissions(submissions_dir, source, all_references, references)
     else:
         found, warnings = find_submissions(submissions_dir, all_references)
+        warnings += lms.hint(submissions_dir)
     if assignment:
         warnings += assignments.unassigned_warnings(found, references, all_references)
     names = {ref.name for ref in references}

@@ -141,6 +141,20 @@ def _expected(source: str) -> str:
     return "expected Moodle's '<Full Name>_<participantid>_assignsubmission_file_' folders"
 
 
+def hint(folder) -> list[str]:
+    """A warning when a folder graded without ``--from`` looks like an LMS download (else ``[]``)."""
+    try:
+        entries = [e for e in Path(folder).iterdir() if not e.name.startswith(".")]
+    except OSError:
+        return []
+    for source, parse in (("moodle", parse_moodle), ("canvas", parse_canvas)):
+        named = [e for e in entries if parse(e.name) and (source == "moodle" or e.suffix == ".ipynb")]
+        if named and len(named) * 2 >= len(entries):
+            return [f"{len(named)} of the {len(entries)} entries are named like a {source} download "
+                    f"({printable_name(named[0].name)}): grade it with --from {source} to key students by user id"]
+    return []
+
+
 def find_lms_submissions(download, source: str, references: list, assigned: list):
     """Map each LMS user id to ``{reference name: path or Refused}``; also return warnings and names.
 
