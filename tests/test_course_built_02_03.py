@@ -199,7 +199,7 @@ first, second = f(), f()
 return float(sum(costmodel.model(card).alloc_time(1, a.nbytes) for a, b in zip(first, second) if a is b))
 '''
 WHOLE_CALL = '''
-from coursekit.modelled import predict_call
+from coursekit.profiling.predict import predict_call
 return float(predict_call(f, model=costmodel.model(card)).device)
 '''
 

@@ -41,8 +41,8 @@ LOCAL_IMPORTS = {
     ("__main__", "course.grading.grader"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.report"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "devices"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "devices.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "costmodel.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
@@ -53,8 +53,6 @@ LOCAL_IMPORTS = {
     ("devices", "devices.types"): LAZY + "a tensor type: coursekit.cuda uses devices without loading tensors",
     ("devices.device", "devices.types"): LAZY + "a tensor type: coursekit.cuda uses devices without loading tensors",
     ("devices.device", "scalar.cuda_codegen"): LAZY + "elementwise CUDA code generation; coursekit.cuda never needs it",
-    ("devices.calibrate", "devices"): LAZY + "CuPy is looked for only when a GPU is measured",
-    ("devices.calibrate", "devices.costmodel"): CYCLE + "a saved preset makes the cost model forget its cache",
     ("scalar.numba_kernels", "scalar.numba_math"): LAZY + "numba (a second to import) only when a loop compiles",
     ("scan_module.op", "scan_module.grad"): CYCLE + "the gradient of a scan builds another scan",
     ("tensor.type", "tensor.var"): CYCLE + "a type makes its variables, and variables are built on types",
@@ -170,7 +168,8 @@ def test_function_local_imports_are_few_and_each_has_its_reason():
 
 
 def test_the_core_layers_import_downwards_only():
-    order = ["wiring", "config", "graph", "fgraph", "scalar", "tensor", "rewriting", "compile", "gradient", "lessons"]
+    order = ["wiring", "config", "work", "graph", "fgraph", "scalar", "tensor", "devices", "costmodel", "profiling",
+             "rewriting", "compile", "gradient", "lessons"]
     rank = {name: i for i, name in enumerate(order)}
     upward = [f"{m}:{line} imports {t}" for m, t, line, local in _cross_package(_imports())
               if _package(m) in rank and _package(t) in rank and rank[_package(t)] > rank[_package(m)]]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 from html import escape
 
-from ..modelled import price_nodes
+from ..costmodel import price_nodes
 from ..profiling import format_time, op_kind
 from .layout import short_type
 from .picture import pydotprint
