@@ -43,6 +43,7 @@ LOCAL_IMPORTS = {
     ("__main__", "course.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "devices"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "devices.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.authoring"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
