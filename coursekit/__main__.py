@@ -33,7 +33,7 @@ def usable_cores() -> int:
 
 
 def _exercises(args) -> int:
-    from coursekit.course.exercises import ExerciseError, generate
+    from coursekit.course.authoring.exercises import ExerciseError, generate
 
     solutions = Path(args.solutions)
     if not solutions.is_dir():
@@ -45,7 +45,7 @@ def _exercises(args) -> int:
     except ExerciseError as exc:
         print(f"error: cannot generate exercises; fix these in {solutions}/:\n{exc}", file=sys.stderr)
         return 2
-    from coursekit.course.exercises import exercise_name
+    from coursekit.course.authoring.exercises import exercise_name
 
     sources = {exercise_name(p.name): p for p in solutions.glob("*.ipynb")}
     orphans = [p for p in stale if p.parent != solutions and p.name not in sources]
@@ -74,10 +74,10 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
-    from coursekit.course import cluster, export, regrade
-    from coursekit.course.grader import grade
-    from coursekit.course.report import number, write_reports
-    from coursekit.course.sandbox import detect
+    from coursekit.course.grading import cluster, export, regrade
+    from coursekit.course.grading.grader import grade
+    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.sandbox import detect
 
     try:
         formats = export.parse_formats(args.export)
@@ -124,8 +124,8 @@ def _regrade_counts(previous, scores) -> tuple[int, int]:
 
 
 def _calibrate(args) -> int:
-    from coursekit.devices import presets
-    from coursekit.devices.calibrate import NoGPU, calibrate, describe
+    from coursekit.costmodel import presets
+    from coursekit.costmodel.calibrate import NoGPU, calibrate, describe
 
     if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
         print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
@@ -143,8 +143,8 @@ def _calibrate(args) -> int:
 
 
 def _gpu_models(args) -> int:
-    from coursekit.devices import presets
-    from coursekit.devices.calibrate import describe
+    from coursekit.costmodel import presets
+    from coursekit.costmodel.calibrate import describe
 
     names = args.names or presets.available()
     for name in names:

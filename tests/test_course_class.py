@@ -15,13 +15,13 @@ import nbformat
 import pytest
 
 from coursekit.__main__ import main
-from coursekit.course import grader
-from coursekit.course.assignment import AssignmentError, select
-from coursekit.course.exercises import make_exercise
-from coursekit.course.escape import csv_cell
-from coursekit.course.export import write_exports
-from coursekit.course.grader import Score, load_references
-from coursekit.course.regrade import diff
+from coursekit.course.grading import grader
+from coursekit.course.grading.assignment import AssignmentError, select
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.escape import csv_cell
+from coursekit.course.grading.export import write_exports
+from coursekit.course.grading.grader import Score, load_references
+from coursekit.course.grading.regrade import diff
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 ROW_NORMS = 4                                     # the cell defining row_norms in the fixture

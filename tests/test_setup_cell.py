@@ -21,9 +21,9 @@ import pytest
 import cupy_standin
 from coursekit.config import config
 from coursekit.course.authoring import links, setup_cell
-from coursekit.course.graded import is_graded
+from coursekit.course.authoring.graded import is_graded
 from coursekit.course.student import setup as student_setup
-from coursekit.devices import presets
+from coursekit.costmodel import presets
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT_NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("exercises/*.ipynb")])

@@ -17,7 +17,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-from ..exercises import ANY_MARKER_RE, find_regions
+from .exercises import ANY_MARKER_RE, find_regions
 
 
 def _cell_lines(text: str) -> set[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from ..exercises import ExerciseError
+from .exercises import ExerciseError
 from ..student.layout import CourseNotFound, checkout_root
 from . import links, setup_cell
 from .release import ReleaseError, release

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..exercises import generate
+from .exercises import generate
 from ..student.layout import checkout_root, course_files
 from ..student.start import copy_course
 from .answers import answer_lines, leaks

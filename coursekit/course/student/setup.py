@@ -20,8 +20,9 @@ from __future__ import annotations
 import os
 
 from ...config import config
-from ...devices import cupy_status, presets
-from ...devices.calibrate import calibrate as run_calibration
+from ...costmodel import presets
+from ...devices import cupy_status
+from ...costmodel.calibrate import calibrate as run_calibration
 
 ONE_GPU_TIMES = 1  # repeats of each calibration measurement: short, the setup cell must not take minutes
 

@@ -20,9 +20,9 @@ Copies are fitted as ``time = latency + bytes / bandwidth`` by least squares
 on the best of several repeats per size (:func:`fit_link`); that fitting is
 pure arithmetic and is unit-tested with synthetic measurements, since the
 micro-benchmarks themselves can only run on a GPU.  The result is a
-:class:`~coursekit.devices.presets.GPUSpec` with ``measured=True`` and
+:class:`~coursekit.costmodel.presets.GPUSpec` with ``measured=True`` and
 efficiencies of 1 (measured rates are already achievable rates), saved by
-:func:`coursekit.devices.presets.save`.
+:func:`coursekit.costmodel.presets.save`.
 """
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ import time
 
 import numpy as np
 
-from . import presets
+from ..devices import cupy_status
+from . import presets, pricing
 
 MiB = 2 ** 20
 
@@ -99,8 +100,6 @@ def _launch_and_sync(measured):
 
 # ----------------------------------------------------------------- measuring (needs CuPy and a GPU)
 def _cupy():
-    from . import cupy_status
-
     cupy, reason = cupy_status()
     if cupy is None:
         raise NoGPU(f"calibrate measures a real NVIDIA GPU, and here {reason}. Run it on a machine with a GPU "
@@ -195,9 +194,7 @@ def calibrate(key=None, repeats=5, progress=print):
     """Measure, build and save a preset; returns (spec, path)."""
     spec = build_spec(measure(repeats, progress), key)
     path = presets.save(spec)
-    from . import costmodel
-
-    costmodel.forget_saved()
+    pricing.forget_saved()
     return spec, path
 
 

@@ -1,15 +1,10 @@
-"""Modelled GPU times for compiled functions and their profiles.
+"""A modelled call: one call of a compiled function, priced node by node on a preset.
 
-:mod:`coursekit.devices.costmodel` prices one node; this module prices a
-whole call, from what really ran:
-
-* :func:`predict_call` runs a compiled function once under a private profile
-  to learn each node's input shapes and which nodes get a fresh buffer each
-  call, then prices the GPU and transfer nodes with the model;
-* :func:`model_profile` does the same from a :class:`~coursekit.profiling.ProfileStats`
-  that was already recording (no extra call; nothing added to the profiled
-  call itself: the model runs when a report is made, and caches per node and
-  shape signature).
+:mod:`coursekit.costmodel.pricing` prices one node; :func:`price_nodes` adds up
+the nodes of a call whose input shapes are known and says how the parts
+overlap (:class:`ModelledCall`).  Where the shapes come from -- a traced call
+or a recording profile -- is profiling's business
+(:mod:`coursekit.profiling.modelled`), which also measures the host part.
 
 A modelled call is the whole call: measured host overhead (coursekit's
 Python dispatch on this machine, and CPU ops) + modelled launches and
@@ -20,18 +15,30 @@ a call that copies to or from the host waits for the GPU, so its parts add;
 a call that leaves everything on the device only queues its kernels, so in
 a loop its host work and the GPU's work overlap.  Every figure that contains
 a model says so (``ModelledCall.label``) and carries the preset's error band
-from the measured corpus (``ModelledCall.band``; "uncalibrated" for a card
-nobody measured).
+(``ModelledCall.band``; "uncalibrated" for a card nobody measured) and its
+launch count: the band was measured on calls of 1-4 launches, and a call of
+more launches carries a wider, unmeasured band (:func:`presets.band_text`).
 """
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 
-from .devices import costmodel, presets
-from .profiling import ProfileStats, format_time
+from . import presets, pricing
 
 NODE_PARTS = ("launch", "kernel", "transfer", "alloc")  # the parts of one node (NodeCost)
+
+
+def format_time(seconds):
+    """3 significant digits in s, ms or µs (students read these, not parsers)."""
+    if seconds == 0:
+        return "0 s"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if abs(seconds) >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds * 1e9:.3g} ns"
+
+
 PARTS = NODE_PARTS + ("sync",)                         # and of a call: a call synchronises once, at most
 LARGE_COPY = 32 * 2 ** 20  # glibc's largest mmap threshold: host buffers this big are fresh pages each call
 
@@ -59,7 +66,7 @@ class ModelledCall:
 
     @property
     def total(self):
-        """Seconds per call in a loop, as :func:`~coursekit.course.lesson.time_call` times it.
+        """Seconds per call in a loop, as :func:`~coursekit.lessons.time_call` times it.
 
         A call that synchronises: host work, then the device path, one after the other.  A call that
         only queues work: the host's part (dispatch, launches, allocations) and the GPU's kernels
@@ -112,7 +119,7 @@ def _allocates(fn, node):
 
 def price_nodes(nodes, input_info, fn=None, model=None):
     """A :class:`ModelledCall` (no host part) for nodes with recorded ``[(shape, dtype), ...]`` inputs."""
-    model = model or costmodel.model_for()
+    model = model or pricing.model_for()
     parts = dict.fromkeys(PARTS, 0.0)
     rows, moved, transfers, launches, largest = [], 0, 0, 0, 0
     for node, info in zip(nodes, input_info):
@@ -134,110 +141,3 @@ def price_nodes(nodes, input_info, fn=None, model=None):
     band = presets.band_text(model.spec, large_copies=largest >= LARGE_COPY)
     return ModelledCall(model.label, sum(parts.values()), None, parts, moved, transfers, launches, rows,
                         synchronises, band, largest)
-
-
-def trace_call(fn, *args, calls=3):
-    """Run ``fn(*args)`` ``calls`` times under a private profile; returns its record.
-
-    This is how a function compiled without ``profile=True`` reveals the
-    shapes its nodes see.  Like any call it applies the function's updates.
-    """
-    profile = ProfileStats(name=f"trace of {getattr(fn, 'name', 'a function')}", atexit_print=False)
-    record = profile.attach(fn)  # installs the profile's linker hook on fn
-    try:
-        for _ in range(max(2, calls)):  # the profiler ignores the first call (warm-up)
-            fn(*args)
-    finally:
-        fn.remove_hook(record)
-    return record
-
-
-def _device_seconds(record):
-    """Measured seconds per call in the record's GPU and transfer ops (simulated or real)."""
-    if not record.timed_calls:
-        return 0.0
-    total = sum(t for node, t in zip(record.nodes, record.apply_time) if is_modelled(node))
-    return total / record.timed_calls
-
-
-def predict_call(fn, *args, model=None, calls=6):
-    """Modelled time of one call of the compiled function ``fn`` with ``args``.
-
-    Runs ``fn`` ``calls`` times under a private profile (the first is a
-    warm-up): the device part is priced from the shapes its nodes saw; the
-    host part is measured in the same calls, as the call time spent outside
-    GPU and transfer ops (Python dispatch, input checks, CPU ops).
-    """
-    record = trace_call(fn, *args, calls=calls)
-    call = price_nodes(record.nodes, record.input_info, fn, model)
-    call.host = _host_seconds(record)
-    return call
-
-
-def predict_calls(fn, *args, models, calls=6):
-    """``{name: ModelledCall}`` for several presets from ONE traced run: the same shapes and the same
-    measured host time for every card, so that columns side by side differ only by the card."""
-    record = trace_call(fn, *args, calls=calls)
-    host = _host_seconds(record)
-    return {name: price_nodes(record.nodes, record.input_info, fn, costmodel.model(name)).with_host(host)
-            for name in models}
-
-
-def predict_scaled(fn, *args, sizes, model=None):
-    """Modelled device work of ``fn`` as if the axes of ``args`` were larger: run small, price big.
-
-    ``sizes`` maps an axis length of the run to the length to price, e.g.
-    ``{256: 1000}`` prices a call on 1000 x 1000 matrices after running it on
-    256 x 256 ones: every axis of length 256 that any node sees becomes 1000.
-    Use lengths that occur only where you mean them (256, not 1).  Nothing is
-    measured at the priced size, so the result has no host part.
-    """
-    record = trace_call(fn, *args, calls=2)
-    info = [None if entry is None else [(None if shape is None else tuple(sizes.get(d, d) for d in shape), dtype)
-                                        for shape, dtype in entry] for entry in record.input_info]
-    return price_nodes(record.nodes, info, fn, model)
-
-
-def _host_seconds(record):
-    if not record.timed_calls:
-        return None
-    return max(record.call_time / record.timed_calls - _device_seconds(record), 0.0)
-
-
-def model_profile(profile, model=None):
-    """Per-function :class:`ModelledCall` for a recording profile (host part from its measured times)."""
-    results = []
-    for record in profile.records:
-        fn = record.fn_ref()
-        call = price_nodes(record.nodes, record.input_info, fn, model)
-        call.host = _host_seconds(record)
-        results.append((record, call))
-    return results
-
-
-def modelled_apply_times(profile, model=None):
-    """{(record, node index): modelled seconds over all timed calls} for GPU and transfer nodes."""
-    times = {}
-    for record, call in model_profile(profile, model):
-        index = {id(node): i for i, node in enumerate(record.nodes)}
-        for node, cost in call.rows:
-            times[(id(record), index[id(node)])] = cost.total * record.timed_calls
-    return times
-
-
-def modelled_device_line(profile, model=None):
-    """The CPU/GPU/transfer line again, with GPU and transfer ops modelled (labelled)."""
-    model = model or costmodel.model_for()
-    per_kind = {"cpu": 0.0, "gpu": 0.0, "transfer": 0.0}
-    for record, call in model_profile(profile, model):
-        for node, t, kind in zip(record.nodes, record.apply_time, record.kinds):
-            if kind == "cpu":
-                per_kind["cpu"] += t
-        for node, cost in call.rows:
-            kind = "transfer" if getattr(node.op, "is_transfer", False) else "gpu"
-            per_kind[kind] += cost.total * record.timed_calls
-    total = sum(per_kind.values()) or 1.0
-    split = " | ".join(f"{name} {format_time(per_kind[k])} ({100 * per_kind[k] / total:.1f}%)"
-                       for k, name in (("cpu", "CPU ops (measured)"), ("gpu", "GPU ops"),
-                                       ("transfer", "transfer ops")))
-    return f"Time by where ops ran, {model.label}: {split}"

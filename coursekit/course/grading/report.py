@@ -17,7 +17,7 @@ from pathlib import Path
 from .escape import csv_cell, markdown_text
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
-           "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.regrade
+           "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.grading.regrade
 
 
 def number(value) -> str:
@@ -59,7 +59,7 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     total = sum(out_of.values())
 
     lines = ["# Grades", ""]
-    if assigned:   # --assignment: say which exercises this table covers (see coursekit.course.assignment)
+    if assigned:   # --assignment: say which exercises this table covers (see coursekit.course.grading.assignment)
         lines += [f"Assigned: {', '.join(f'`{name}`' for name in assigned)} (only these are graded and totalled).", ""]
     header = ["student"] + [f"{nb} (/{number(out_of[nb])})" for nb in notebooks] + [f"total (/{number(total)})"]
     lines.append("| " + " | ".join(_cell(h) for h in header) + " |")

@@ -15,7 +15,7 @@ cell); the other rows are taken from the previous table as they were, so the sam
 the same grades, bit for bit. It then writes a per-student diff of points (:func:`write_diff`).
 A change of the grader alone (a new commit) does not re-run anything: run without ``--regrade``
 to grade everything again with the new grader. The inputs of a re-run cell are drawn afresh (a new
-seed in every run, see :mod:`coursekit.course.check`); judges hold for any seed, so an unchanged
+seed in every run, see :mod:`coursekit.course.student.check`); judges hold for any seed, so an unchanged
 answer keeps its points.
 """
 
@@ -33,7 +33,7 @@ from .escape import csv_cell
 from .report import _md, number
 from .scores import Score
 
-PACKAGE = Path(__file__).resolve().parent          # coursekit/course: the grader's own code
+PACKAGE = Path(__file__).resolve().parents[1]      # coursekit/course: the grader's own code (all three rooms)
 PROJECT_ROOT = PACKAGE.parents[1]
 
 
@@ -44,7 +44,7 @@ def file_sha256(path) -> str:
 
 
 def judge_sha256(cell) -> str:
-    """SHA-256 of one reference graded cell (a :class:`coursekit.course.graded.GradedCell`)."""
+    """SHA-256 of one reference graded cell (a :class:`coursekit.course.authoring.graded.GradedCell`)."""
     return hashlib.sha256(f"{cell.id}\0{cell.points}\0{cell.source}".encode()).hexdigest()
 
 
@@ -53,8 +53,8 @@ def grader_version() -> str:
     """``<commit>[+dirty] code <hash>``: the git commit of this coursekit (when it is a git checkout)
     and a hash of the grading package's sources (always)."""
     code = hashlib.sha256()
-    for path in sorted(PACKAGE.glob("*.py")):
-        code.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(PACKAGE.rglob("*.py")):
+        code.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
     commit = "no-git"
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,

@@ -7,7 +7,7 @@ For every (student, notebook) pair the grader
    matched by its ``NN_`` prefix when that is unambiguous);
 2. restores every graded cell from the reference notebook (see :func:`restore_graded`), so that a
    student cannot win points by editing or weakening a check;
-3. runs the result with :func:`coursekit.course.runner.run_notebook`: its own process, a fresh
+3. runs the result with :func:`coursekit.course.grading.runner.run_notebook`: its own process, a fresh
    temporary working directory, ``COURSEKIT_SIZE=small``, per-cell and per-notebook time limits,
    errors allowed so that one failure does not hide the later cells;
 4. scores each graded cell: its points if it ran without error, otherwise 0 and the reason.
@@ -16,7 +16,7 @@ The reference is normally ``exercises/``: its graded cells are identical to thos
 ``solutions/`` (the generator guarantees it) and it is what the students were given.
 
 Each run is isolated with the operating system's tools where the machine offers them (bubblewrap,
-cgroups, resource limits: see :mod:`coursekit.course.sandbox`); the score table says, per row,
+cgroups, resource limits: see :mod:`coursekit.course.grading.sandbox`); the score table says, per row,
 which protections the run had, and the Markdown summary lists what was and was not enforced.
 """
 
@@ -38,7 +38,7 @@ from . import assignment as assignments
 from . import cluster as cluster_runs
 from . import kernel_cache
 from . import regrade
-from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from ..authoring.graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .escape import one_line
 from .report import number
 from .runner import kill_all, run_notebook, short
@@ -172,10 +172,10 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
     plugin): ``path`` is the submission (None: not handed in), ``reference`` a :class:`Reference`
     or the path of the reference notebook. It reads the submission (an unreadable file scores 0
     with the reason), restores every graded cell from the reference (:func:`restore_graded`),
-    runs the result with :func:`coursekit.course.runner.run_notebook` in a fresh temporary folder
+    runs the result with :func:`coursekit.course.grading.runner.run_notebook` in a fresh temporary folder
     with the grading environment (:data:`GRADING_ENV`: CUDA bounds checking) inside this machine's
     sandbox, and scores each graded cell: its points when it passed — for a cell written with
-    :func:`coursekit.course.check.graded_check`, when the grader's judge accepted what it reported —
+    :func:`coursekit.course.student.check.graded_check`, when the grader's judge accepted what it reported —
     otherwise 0 and the reason. ``executed_path`` keeps the executed notebook for reading. Never
     raises for what the submission does.
     """
@@ -228,15 +228,15 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
 
     ``assignment`` (``"03,05"`` or names) grades and totals only those exercises
-    (:mod:`coursekit.course.assignment`); a folder with nothing to grade is an error naming it.
+    (:mod:`coursekit.course.grading.assignment`); a folder with nothing to grade is an error naming it.
     ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads
-    (:mod:`coursekit.course.cluster`). ``previous`` (rows of an earlier table) makes this a regrade:
+    (:mod:`coursekit.course.grading.cluster`). ``previous`` (rows of an earlier table) makes this a regrade:
     a notebook whose submission and judges are unchanged keeps its previous rows and is not run
-    (:mod:`coursekit.course.regrade`). Every row records the submission's and its judge's hash and
+    (:mod:`coursekit.course.grading.regrade`). Every row records the submission's and its judge's hash and
     the grader's version.
 
     The warnings also list each non-graded cell that names the grading mechanism
-    (:mod:`coursekit.course.scrutiny`): a hint for a person, never a change of score.
+    (:mod:`coursekit.course.grading.scrutiny`): a hint for a person, never a change of score.
     """
     all_references = load_references(reference_dir)
     references = assignments.select(all_references, assignment)

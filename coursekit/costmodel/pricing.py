@@ -4,7 +4,7 @@ Most students have no NVIDIA GPU, and the simulated GPU's timings are CPU
 timings.  This model answers the question the lessons ask — what would a GPU
 do here? — from two things that do not depend on the machine running the
 notebook: the work each op declares (:mod:`coursekit.work`: bytes, FLOPs,
-launches) and a card's figures (:mod:`coursekit.devices.presets`).
+launches) and a card's figures (:mod:`coursekit.costmodel.presets`).
 
 How a node's time is modelled, and why so simply:
 
@@ -27,7 +27,7 @@ How a node's time is modelled, and why so simply:
   kernel costs on the host), a **synchronisation** ``sync_latency`` more;
   a profile synchronises after each op (as Theano's ``CUDA_LAUNCH_BLOCKING=1``
   profiles did), so a node's modelled time is its parts one after another.
-  A whole call (:mod:`coursekit.modelled`) overlaps them where CUDA does:
+  A whole call (:mod:`coursekit.costmodel.call`) overlaps them where CUDA does:
   a call that ends with a copy to the host waits for its kernels, one that
   leaves its results on the device does not, and in a loop the host's next
   call then runs while the GPU works.
@@ -45,7 +45,8 @@ from dataclasses import dataclass
 
 from ..config import config
 from ..work import Work, work_of
-from . import current, presets  # (the package never imports this module, so it is complete here)
+from ..devices import current
+from . import presets
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ a GPU would:
 
 * a **kernel launch** costs the host ``launch_latency`` and returns; the
   kernel runs on its stream when the stream is free, for the model's time
-  (:mod:`coursekit.devices.costmodel`);
+  (:mod:`coursekit.costmodel.pricing`);
 * a **copy** from ordinary (pageable) host memory waits for its stream and
   keeps the host waiting until it is done; with ``pinned=True`` a copy is
   asynchronous like a kernel;
@@ -41,7 +41,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from . import costmodel, presets
+from . import presets, pricing
 
 DEFAULT_STREAM = "default"
 
@@ -61,9 +61,9 @@ class Timeline:
     """A virtual host clock and one clock per stream, advanced by the cost model (see the module docs)."""
 
     def __init__(self, model=None, pinned=False):
-        model = model if isinstance(model, costmodel.CostModel) else costmodel.model(model)
+        model = model if isinstance(model, pricing.CostModel) else pricing.model(model)
         if pinned and not model.pinned:  # page-locked buffers: the pinned link rate as well as asynchrony
-            model = costmodel.model(model.spec, memory_pool=model.memory_pool, pinned=True)
+            model = pricing.model(model.spec, memory_pool=model.memory_pool, pinned=True)
         self.model, self.pinned = model, pinned
         self.host = 0.0
         self.streams = {DEFAULT_STREAM: 0.0}

@@ -9,7 +9,7 @@
   thread while it measures (threadpoolctl), so that a busy machine, whose
   extra BLAS threads stall, cannot make one version look faster than another.
   For a compiled function with GPU ops it also gives the *modelled* time on
-  the preset GPU (``Timing.modelled``, see :mod:`coursekit.modelled`), always
+  the preset GPU (``Timing.modelled``, see :mod:`coursekit.profiling.predict`), always
   labelled as modelled.
 * :func:`load_digits` gives scikit-learn's 8 x 8 digits (lesson 10) without importing scikit-learn.
 * :class:`Table` renders a list of rows as HTML in Jupyter and as text elsewhere;
@@ -30,8 +30,10 @@ from pathlib import Path
 import numpy as np
 
 from ..config import config
-from ..devices import Device, costmodel, current, get, synchronize
-from ..modelled import is_modelled, predict_call
+from .. import costmodel
+from ..costmodel import is_modelled
+from ..devices import Device, current, get, synchronize
+from ..profiling.predict import predict_call
 from ..profiling import op_kind
 
 
@@ -81,7 +83,7 @@ class Timing:
     (None for a plain callable: it ran where its label says), and
     ``emulated``: a hand-written CUDA kernel run by the CPU emulator.
     "Simulated?" is asked of ``ran_on``, never read from the label.
-    ``modelled``: a :class:`coursekit.modelled.ModelledCall` (its ``device``
+    ``modelled``: a :class:`coursekit.costmodel.ModelledCall` (its ``device``
     part is modelled, its ``host`` part is this measurement minus the
     measured device ops) or None.  ``blas_threads``: the BLAS thread count
     during the measurement (None: not pinned).
