@@ -43,7 +43,7 @@ def cupy_status():
         else:
             try:
                 available = cupy.cuda.is_available()
-            except Exception:  # driver problems surface here
+            except Exception:  # noqa: BLE001 -- driver problems surface here
                 available = False
             _CUPY_STATUS = (cupy, None) if available else (None, "CuPy sees no usable NVIDIA GPU (no driver or no device)")
     return _CUPY_STATUS

@@ -225,7 +225,7 @@ def identity_impl(x, out=None):
 
 
 # ----------------------------------------------------------------- grads
-_TENSOR_MATH = []  # [coursekit.tensor.math], set by use_tensor_math when the tensor layer loads
+_TENSOR_MATH: list = []  # [coursekit.tensor.math], set by use_tensor_math when the tensor layer loads
 
 
 def use_tensor_math(module):
@@ -252,7 +252,7 @@ def zero_grads(inputs, output, gz):
     return [zeros_like(i) for i in inputs]
 
 
-_OPS = {}
+_OPS: dict[str, ScalarOp] = {}
 
 
 def _def(name, nin, impl, grad=None, c=None, uses_output=False):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import config
-from ..graph import Apply, Constant, Op
+from ..graph import Apply, Constant
 from .elemwise import reduce_to_broadcast
 from .math import cast, second
 from .math import sum as tsum

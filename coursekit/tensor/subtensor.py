@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op, Variable
+from ..graph import Apply, Variable
 from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .dimshuffle import reduce_to_broadcast
 from .type import TensorType, host_like

@@ -193,7 +193,7 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
     try:   # not JSON, not a notebook, a link: the student still gets a row per cell, with the reason
         restored, where = restore_graded(read_submission(path), reference)
         text = nbformat.writes(restored)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- whatever makes a notebook unreadable scores it 0 with the reason
         detail = str(exc) if isinstance(exc, UnreadableSubmission) else f"{type(exc).__name__}: {exc}"
         return all_zero(short(f"unreadable notebook: {detail}"))
     try:
@@ -203,7 +203,7 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
             run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                                executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
                                reports_path=reports_path)
-    except Exception as exc:  # one odd submission must not stop the grading of the class
+    except Exception as exc:  # noqa: BLE001 -- one odd submission must not stop the grading of the class
         return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
     scores = []
     for cell in reference.cells:
@@ -293,7 +293,7 @@ def _scrutiny(tasks) -> list[str]:
             # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
             warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
                 if path else []
-        except Exception:                 # unreadable: already scored 0 with its reason
+        except Exception:  # noqa: BLE001 -- unreadable: already scored 0 with its reason
             pass
     return warnings
 
