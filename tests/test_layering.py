@@ -54,6 +54,7 @@ LOCAL_IMPORTS = {
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
+    ("course.grading.kernel_cache", "cuda"): LAZY + "the grader loads the emulator only to build its shared cache",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
     ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
@@ -305,6 +306,7 @@ def test_the_course_and_the_cuda_emulator_load_no_compiler_module():
     assert not {m for m in graded if m.startswith(compiler)}, sorted(graded)
     grader = _loaded_by("import coursekit.course.grading.grader, coursekit.course.grading.runner, coursekit.course.student.check")
     assert not {m for m in grader if m.startswith(compiler)}, sorted(grader)
+    assert not {m for m in grader if m.startswith("coursekit.cuda")}, "the grader loads the emulator before it builds its cache"
     cuda = _loaded_by("import coursekit.cuda")
     assert not {m for m in cuda if m.startswith(compiler)}, sorted(cuda)
     assert "coursekit.compile" in _loaded_by("import coursekit; coursekit.function")  # the facade still works
