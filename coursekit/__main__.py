@@ -266,7 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="write nothing; exit 1 listing notebooks to update")
     sc.set_defaults(func=_authoring, authoring="run_setup_cells")
 
-    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table (authors)")
+    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table and the notebooks' "
+                                                  "Colab links (authors)")
     ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
     ct.set_defaults(func=_authoring, authoring="run_colab_table")
     return parser
