@@ -63,7 +63,7 @@ def unassigned_warnings(students: dict, assigned: list, all_references: list) ->
     warnings = []
     for student, found in sorted(students.items()):
         for name, path in sorted(found.items()):
-            if name not in keep:
+            if name not in keep and not hasattr(path, "reason"):    # a Refused one is reported where graded
                 warnings.append(f"{student}: not graded: {Path(path).name} ({name} is not in this assignment)")
     return warnings
 

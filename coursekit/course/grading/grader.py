@@ -37,6 +37,7 @@ import nbformat  # noqa: E402
 from . import assignment as assignments
 from . import cluster as cluster_runs
 from . import kernel_cache
+from . import lms
 from . import regrade
 from ..authoring.graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .escape import one_line
@@ -224,23 +225,27 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
 
 
 def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=600, jobs=1,
-          executed_dir=None, progress=True, assignment=None, cluster=None, previous=None):
+          executed_dir=None, progress=True, assignment=None, cluster=None, previous=None, source=None):
     """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
 
     ``assignment`` (``"03,05"`` or names) grades and totals only those exercises
     (:mod:`coursekit.course.grading.assignment`); a folder with nothing to grade is an error naming it.
-    ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads
-    (:mod:`coursekit.course.grading.cluster`). ``previous`` (rows of an earlier table) makes this a regrade:
-    a notebook whose submission and judges are unchanged keeps its previous rows and is not run
-    (:mod:`coursekit.course.grading.regrade`). Every row records the submission's and its judge's hash and
-    the grader's version.
+    ``source`` (``canvas``, ``moodle``) reads an LMS's download, students keyed by user id (:mod:`.lms`).
+    ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads (:mod:`.cluster`).
+    ``previous`` (an earlier table's rows) makes this a regrade: a notebook whose submission and judges
+    are unchanged keeps its previous rows and is not run, unless the grader failed it (``grader_fault``)
+    (:mod:`.regrade`). Every row records the submission's and its judge's hash and the grader's version.
 
     The warnings also list each non-graded cell that names the grading mechanism
     (:mod:`coursekit.course.grading.scrutiny`): a hint for a person, never a change of score.
     """
     all_references = load_references(reference_dir)
     references = assignments.select(all_references, assignment)
-    found, warnings = find_submissions(submissions_dir, all_references)
+    if source:
+        found, warnings, _ = lms.find_lms_submissions(submissions_dir, source, all_references, references)
+    else:
+        found, warnings = find_submissions(submissions_dir, all_references)
+        warnings += lms.hint(submissions_dir)
     if assignment:
         warnings += assignments.unassigned_warnings(found, references, all_references)
     names = {ref.name for ref in references}
@@ -257,8 +262,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
                  cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
              for student, ref, path in tasks if (student, ref.name) not in results}
     if previous is not None and progress:
-        print(f"regrade: {len(calls)} of {len(tasks)} notebooks changed (submission or judges); "
-              f"{len(results)} kept from the previous grades", file=sys.stderr, flush=True)
+        print(regrade.summary_line(previous, prints, len(calls), len(results)), file=sys.stderr, flush=True)
     by_key = {(student, ref.name): ref for student, ref, _ in tasks}
 
     def failed(key, exc):
@@ -278,14 +282,20 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         rows = results[student, ref.name]
         fresh = (student, ref.name) in calls
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
-    for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
+    return scores, [one_line(w) for w in warnings + _scrutiny(tasks)]    # printed and written to grades.md
+
+
+def _scrutiny(tasks) -> list[str]:
+    """Cells that name the grading mechanism, for a person to read (:mod:`.scrutiny`)."""
+    warnings = []
+    for student, ref, path in tasks:
         try:
             # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
             warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
                 if path else []
         except Exception:                 # unreadable: already scored 0 with its reason
             pass
-    return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
+    return warnings
 
 
 def _absolute(path):
