@@ -101,7 +101,8 @@ def main(argv: list[str]) -> int:
                 workdir=None if config.get("private_home") else config["workdir"],
                 report_dir=config.get("report_dir"), bwrap_flags=config.get("bwrap_flags", ()),
                 env=sandbox.sandbox_env(dict(os.environ), config["bubblewrap"]), limits=config["limits"],
-                cgroup_procs=config["cgroup"], bubblewrap=config["bubblewrap"])
+                cgroup_procs=config["cgroup"], bubblewrap=config["bubblewrap"], run_as=config.get("run_as"),
+                home=None if config["bubblewrap"] else config["workdir"])
 
     class BoundedQueueClient(AsyncKernelClient):
         """Receives output messages of at most ``output_limit`` (plus 1 MB), IOPUB_QUEUE of them

@@ -105,7 +105,9 @@ def run_notebook(
                f"{FREE_SPACE_FLOOR_MB} MB the grader keeps free (COURSEKIT_GRADE_FREE_MB): free space and grade again")
         return NotebookRun(default=CellOutcome(False, why), protection=guard.label)
     with tempfile.TemporaryDirectory(prefix="coursekit-run-") as tmp:
-        os.chmod(tmp, 0o700)
+        # a root grader's kernel runs as another user (sandbox.sandbox_user): it may pass through the
+        # run's folder to the folders it is given, never list it
+        os.chmod(tmp, 0o711 if guard.run_as else 0o700)
         kernel_dir = Path(workdir) if workdir else Path(tmp) / "work"
         kernel_dir.mkdir(parents=True, exist_ok=True)
         ipc_dir = Path(tmp) / "ipc"
@@ -117,7 +119,7 @@ def run_notebook(
         config = {
             "workdir": str(kernel_dir), "ipc_dir": str(ipc_dir), "limits": limits.__dict__,
             "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
-            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None,
+            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None, "run_as": guard.run_as,
             "report_dir": str(report_dir) if judge else None, "nonce": nonce,
         }
         reporting = {REPORT_DIR_ENV: str(report_dir), NONCE_ENV: nonce} if judge else {}

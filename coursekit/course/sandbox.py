@@ -47,6 +47,10 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]          # .../coursekit
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SANDBOX_UID = 1000                      # the kernel's uid and gid inside its user namespace (never 0)
+LAUNCHER = Path(__file__).resolve().parent / "launch.py"   # started by path: joins, limits, drops, execs
+USER_ENV = "COURSEKIT_GRADE_USER"       # the host user a root grader's kernels run as (default: nobody)
+NOBODY = 65534
+SHM_MB = int(os.environ.get("COURSEKIT_GRADE_SHM_MB", "64"))   # the sandbox's /dev/shm
 
 
 @dataclass(frozen=True)
@@ -70,12 +74,15 @@ class Protection:
     nproc_limit: bool                    # RLIMIT_NPROC is enforced (not root)
     missing: tuple[str, ...] = field(default=())
     bwrap_flags: tuple[str, ...] = field(default=())   # the optional bubblewrap flags this bwrap accepts
+    run_as: tuple[int, int] | None = None    # a root grader's kernels run as this (uid, gid) on the host
 
     @property
     def label(self) -> str:
         parts = ["bubblewrap" if self.bubblewrap else "no sandbox"]
         parts.append(f"cgroup {self.cgroup}" if self.cgroup else "no cgroup")
         parts.append("rlimits")
+        if self.run_as:
+            parts.append(f"uid {self.run_as[0]}")
         return " + ".join(parts)
 
     def describe(self) -> list[str]:
@@ -86,7 +93,11 @@ class Protection:
             have.append(f"own user namespace: the kernel runs as uid {SANDBOX_UID} with no capabilities"
                         + (", cannot create user namespaces (nothing can be remounted)"
                            if "--disable-userns" in self.bwrap_flags else "")
-                        + (", /tmp and the working folder size-capped" if "--size" in self.bwrap_flags else ""))
+                        + (", /tmp, /dev/shm and the working folder size-capped" if "--size" in self.bwrap_flags
+                           else "") + "; / and /dev read-only")
+        if self.run_as:
+            have.append(f"a root grader's kernels run as host uid {self.run_as[0]} (gid {self.run_as[1]}, "
+                        f"{USER_ENV}), not root: root-only files such as /etc/shadow are unreadable")
         if self.cgroup:
             have.append(f"cgroup {self.cgroup}: memory and process-count limits, end-of-run kill sweep")
         else:
@@ -108,17 +119,19 @@ def detect() -> Protection:
     """
     missing = []
     bwrap_ok = False
+    run_as = sandbox_user()
     if os.environ.get("COURSEKIT_SANDBOX", "").lower() in ("none", "off", "0"):
         missing.append("filesystem, PID and network isolation (COURSEKIT_SANDBOX=none)")
     elif sys.platform != "linux" or not shutil.which("bwrap"):
         missing.append("filesystem, PID and network isolation (install bubblewrap: `apt-get install "
                        "bubblewrap`; Linux only)")
     else:
-        flags = _bwrap_flags()
+        flags = _bwrap_flags(run_as)
         bwrap_ok = flags is not None
         if not bwrap_ok:
             missing.append("filesystem, PID and network isolation (bubblewrap is installed but cannot "
-                           "create namespaces here: user namespaces disabled?)")
+                           "create namespaces here: user namespaces disabled?"
+                           + (f" {USER_ENV}'s uid {run_as[0]} may need them)" if run_as else ")"))
         else:
             if "--disable-userns" not in flags:
                 missing.append("a ban on new user namespaces inside the sandbox (bubblewrap older than 0.8)")
@@ -133,22 +146,60 @@ def detect() -> Protection:
     if not bwrap_ok:
         missing.append("a kill sweep of daemons that left the run's process group and cleared their "
                        "environment")
-    return Protection(bwrap_ok, cgroup, not root, tuple(missing), tuple(flags) if bwrap_ok else ())
+    if root and not run_as:
+        missing.append(f"an unprivileged host user for the kernels ({USER_ENV} names none that exists)")
+    return Protection(bwrap_ok, cgroup, not root, tuple(missing), tuple(flags) if bwrap_ok else (),
+                      run_as)
 
 
 OPTIONAL_FLAGS = ("--disable-userns", "--size")
 
 
-def _bwrap_flags() -> tuple[str, ...] | None:
-    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real
-    sandbox), or None when bubblewrap cannot make a sandbox at all here."""
+def sandbox_user() -> tuple[int, int] | None:
+    """``(uid, gid)`` a root grader's kernels run as on the host; None when the grader is not root.
+
+    ``COURSEKIT_GRADE_USER`` names an account (or a uid); the default is ``nobody`` (65534), which
+    every Linux has, so the grader never has to create accounts. A dedicated account
+    (``useradd --system --no-create-home coursekit-run``) is better where ``nobody`` owns files
+    (NFS): name it in ``COURSEKIT_GRADE_USER``. Root (uid 0) is refused.
+    """
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    import pwd
+
+    name = os.environ.get(USER_ENV, "nobody").strip()
+    try:
+        entry = pwd.getpwuid(int(name)) if name.isdigit() else pwd.getpwnam(name)
+        found = (entry.pw_uid, entry.pw_gid)
+    except KeyError:
+        if name.isdigit():
+            found = (int(name), int(name))      # a uid without an account is fine: it owns nothing
+        elif name == "nobody":
+            found = (NOBODY, NOBODY)
+        else:
+            raise ValueError(f"{USER_ENV}={name!r}: no such user on this machine; create it "
+                             "(useradd --system --no-create-home NAME) or unset it to use nobody") from None
+    if found[0] == 0 or found[1] == 0:
+        raise ValueError(f"{USER_ENV}={name!r} is root (uid or gid 0): name an unprivileged user")
+    return found
+
+
+def _bwrap_flags(run_as) -> tuple[str, ...] | None:
+    """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real sandbox,
+    through the launcher as the kernels' user), or None when bubblewrap cannot make a sandbox here."""
+    import tempfile
+
     def works(flags) -> bool:
-        probe = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, 1), *_bind_args(), "--", sys.executable,
-                 "-I", "-S", "-c", "pass"]
-        try:
-            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
-        except (OSError, subprocess.TimeoutExpired):
-            return False
+        with tempfile.TemporaryDirectory(prefix="coursekit-probe-") as stage:
+            os.chmod(stage, 0o711)
+            config = {"limits": Limits().__dict__, "run_as": run_as, "stage": f"{stage}/mounts" if run_as else None}
+            probe = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", shutil.which("bwrap"),
+                     *_bwrap_namespace_args(flags, 1), *_bind_args(), *_readonly_args(flags, 1),
+                     "--", sys.executable, "-I", "-S", "-c", "pass"]
+            try:
+                return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+            except (OSError, subprocess.TimeoutExpired):
+                return False
 
     if not works(()):
         return None
@@ -212,6 +263,23 @@ def _bwrap_namespace_args(flags, size_mb: int) -> list[str]:
     return args + _tmpfs("/tmp", flags, size_mb)
 
 
+def _readonly_args(flags, shm_mb: int) -> list[str]:
+    """After every mount: a capped ``/dev/shm``, then ``/dev`` and ``/`` (bubblewrap's own memory
+    filesystems, half the RAM each) remounted read-only, so the only writable places are the capped
+    ``/tmp``, ``/dev/shm``, the working folder and the run's own folders."""
+    return [*_tmpfs("/dev/shm", flags, shm_mb), "--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+def tmpfs_sizes(limits: dict, cgroup: bool) -> tuple[int, int]:
+    """MB for each of ``/tmp`` and the private home, and for ``/dev/shm``. With a cgroup their pages
+    count as the run's memory, so ``disk_mb`` each; without one the polled limit cannot see them,
+    so together they never exceed the run's memory limit (2/5, 2/5 and at most 1/5 of it)."""
+    disk, memory = max(1, int(limits.get("disk_mb", 512))), max(5, int(limits["memory_mb"]))
+    if cgroup:
+        return disk, max(1, min(SHM_MB, disk))
+    return max(1, min(disk, memory * 2 // 5)), max(1, min(SHM_MB, memory // 5))
+
+
 def _tmpfs(path: str, flags, size_mb: int) -> list[str]:
     """A private memory filesystem at ``path``, capped at ``size_mb`` where bubblewrap can."""
     return (["--size", str(size_mb * 1024 * 1024)] if "--size" in flags else []) + ["--tmpfs", path]
@@ -249,35 +317,57 @@ def _bind_args() -> list[str]:
 
 def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, str], limits: dict,
                    cgroup_procs: list[str] | None, bubblewrap: bool, report_dir=None,
-                   bwrap_flags=()) -> list[str]:
+                   bwrap_flags=(), run_as=None, home=None) -> list[str]:
     """The full command that starts a kernel (``kernel_argv``) inside this run's protections.
 
     ``env`` is what the kernel may see (see :func:`sandbox_env`); ``cgroup_procs`` the run's
     ``cgroup.procs`` files, joined by the launcher before anything can fork; ``report_dir`` the
     folder where graded cells write their observations (see :mod:`coursekit.course.check`),
-    mounted at the same path; ``bwrap_flags`` the optional flags :func:`detect` found. With
-    bubblewrap and no ``workdir``, the kernel's working folder is a private size-capped tmpfs.
+    mounted at the same path; ``bwrap_flags`` the optional flags :func:`detect` found; ``run_as``
+    the host ``(uid, gid)`` a root grader's kernel becomes (:mod:`.launch`), which is handed the
+    run's folders. With bubblewrap and no ``workdir``, the kernel's working folder is a private
+    size-capped tmpfs. ``home`` is the run's own folder for a kernel without bubblewrap (its
+    ``HOME`` and caches: nothing it writes there reaches another run).
     """
-    config = {"limits": limits, "cgroup": cgroup_procs, "env": None if bubblewrap else env}
-    launcher = [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "exec", json.dumps(config), "--"]
+    own = [str(p) for p in dict.fromkeys((workdir, home, ipc_dir, report_dir)) if p]
+    config = {"limits": limits, "cgroup": cgroup_procs, "run_as": list(run_as) if run_as else None,
+              "own": own, "own_files_in": [str(ipc_dir)],
+              "stage": str(Path(ipc_dir).parent / "mounts") if bubblewrap and run_as else None}
+    launcher = [sys.executable, "-I", "-S", str(LAUNCHER)]
     if not bubblewrap:
-        return launcher + kernel_argv
+        config["env"] = dict(env, **run_folders(home)) if home else env
+        return launcher + [json.dumps(config), "--"] + kernel_argv
+    config["env"] = None
     inside_env = dict(env, HOME=HOME_MOUNT, PYTHONPATH=LIBRARY_MOUNT, TMPDIR="/tmp",
                       COURSEKIT_CACHE_DIR="/tmp/coursekit-cache", MPLCONFIGDIR="/tmp/matplotlib",
                       IPYTHONDIR="/tmp/ipython")
     flags = tuple(bwrap_flags)
-    size_mb = max(1, int(limits.get("disk_mb", 512)))
-    home = ["--bind", str(workdir), HOME_MOUNT] if workdir else _tmpfs(HOME_MOUNT, flags, size_mb)
+    size_mb, shm_mb = tmpfs_sizes(limits, bool(cgroup_procs))
+    home_args = ["--bind", str(workdir), HOME_MOUNT] if workdir else _tmpfs(HOME_MOUNT, flags, size_mb)
     args = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, size_mb), *_bind_args(),
             "--ro-bind", str(PACKAGE_DIR), f"{LIBRARY_MOUNT}/coursekit",
-            *home,
+            *home_args,
             "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
             *(["--bind", str(report_dir), str(report_dir)] if report_dir else []),
             *_shared_cache_args(inside_env),
+            *_readonly_args(flags, shm_mb),
             "--chdir", HOME_MOUNT, "--clearenv"]
     for key, value in sorted(inside_env.items()):
         args += ["--setenv", key, value]
-    return launcher + args + ["--"] + kernel_argv
+    return launcher + [json.dumps(config), "--"] + args + ["--"] + kernel_argv
+
+
+def run_folders(home) -> dict[str, str]:
+    """A kernel without bubblewrap keeps its home, caches and bytecode in its own run's folder, so
+    that nothing it writes there (a compiled kernel, a ``.pyc``, a matplotlib or IPython setting)
+    is read by a later run. ``PYTHONPYCACHEPREFIX`` makes its Python read and write bytecode only
+    there, never coursekit's own ``__pycache__`` (which a kernel running as the grader's user could
+    still write on purpose: see docs/teaching.md); each such run compiles the modules it imports."""
+    home = str(home)
+    return {"HOME": home, "TMPDIR": home, "COURSEKIT_CACHE_DIR": f"{home}/.cache/coursekit",
+            "MPLCONFIGDIR": f"{home}/.config/matplotlib", "IPYTHONDIR": f"{home}/.ipython",
+            "PYTHONPYCACHEPREFIX": f"{home}/.pycache",
+            "XDG_CACHE_HOME": f"{home}/.cache", "XDG_CONFIG_HOME": f"{home}/.config"}
 
 
 def _shared_cache_args(inside_env: dict[str, str]) -> list[str]:
@@ -304,53 +394,5 @@ def sandbox_env(env: dict[str, str], bubblewrap: bool) -> dict[str, str]:
     return keep
 
 
-# --------------------------------------------------------------------------------------------
-# cgroups and the end-of-run sweep.
-
-
-# --------------------------------------------------------------------------------------------
-# The launcher: first link of the kernel's command (``python -I -S sandbox.py exec CONFIG -- ARGV``).
-
-
-def _tasks_of_user(uid: int) -> int:
-    count = 0
-    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        try:
-            if entry.isdigit() and os.stat(f"/proc/{entry}").st_uid == uid:
-                count += len(os.listdir(f"/proc/{entry}/task"))
-        except OSError:
-            pass
-    return count
-
-
-def _exec(argv: list[str]) -> None:
-    import resource
-
-    config = json.loads(argv[0])
-    command = argv[argv.index("--") + 1:]
-    for procs in config.get("cgroup") or []:      # join the run's cgroup before anything can fork
-        with open(procs, "w") as handle:
-            handle.write(str(os.getpid()))
-    limits = config["limits"]
-    mb = 1024 * 1024
-    for name, value in (("RLIMIT_CPU", limits["cpu_seconds"]), ("RLIMIT_FSIZE", limits["file_mb"] * mb),
-                        ("RLIMIT_CORE", 0), ("RLIMIT_NPROC", limits["processes"])):
-        if hasattr(resource, name):
-            if name == "RLIMIT_NPROC":
-                if os.geteuid() == 0:     # not enforced for root (the cgroup limits processes there)
-                    continue
-                value += _tasks_of_user(os.geteuid())     # the limit counts all of this user's threads
-            try:
-                resource.setrlimit(getattr(resource, name), (value, value))
-            except (ValueError, OSError):
-                pass
-    if config.get("env") is not None:
-        os.execvpe(command[0], command, config["env"])
-    os.execvp(command[0], command)
-
-
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "exec":
-        _exec(sys.argv[2:])
-    else:
-        print(json.dumps({"protection": detect().label, "details": detect().describe()}, indent=1))
+    print(json.dumps({"protection": detect().label, "details": detect().describe()}, indent=1))
