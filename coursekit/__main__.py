@@ -71,7 +71,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course import cluster, export, regrade
     from coursekit.course.grader import grade
-    from coursekit.course.report import number, write_reports
+    from coursekit.course.report import isolation_lines, number, write_reports
     from coursekit.course.sandbox import detect
 
     try:
@@ -90,12 +90,10 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    guard = detect()
-    print(f"isolation: {guard.label}", file=sys.stderr)
-    for line in guard.describe():
-        print(f"  {line}", file=sys.stderr)
+    isolation = isolation_lines(scores, None if args.cluster else detect())   # from the rows: where runs ran
+    print("isolation:", *isolation, sep="\n  ", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned)
+    csv_path, md_path = write_reports(scores, args.out, warnings, isolation, assigned)
     students = len({s.student for s in scores})
     got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
     if assigned:

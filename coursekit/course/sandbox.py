@@ -75,11 +75,14 @@ class Protection:
     missing: tuple[str, ...] = field(default=())
     bwrap_flags: tuple[str, ...] = field(default=())   # the optional bubblewrap flags this bwrap accepts
     run_as: tuple[int, int] | None = None    # a root grader's kernels run as this (uid, gid) on the host
+    cpu_weight: bool = False                 # each run's cgroup has a CPU weight (a CPU controller exists)
 
     @property
     def label(self) -> str:
         parts = ["bubblewrap" if self.bubblewrap else "no sandbox"]
         parts.append(f"cgroup {self.cgroup}" if self.cgroup else "no cgroup")
+        if self.cpu_weight:
+            parts.append("cpu weight")
         parts.append("rlimits")
         if self.run_as:
             parts.append(f"uid {self.run_as[0]}")
@@ -99,12 +102,38 @@ class Protection:
             have.append(f"a root grader's kernels run as host uid {self.run_as[0]} (gid {self.run_as[1]}, "
                         f"{USER_ENV}), not root: root-only files such as /etc/shadow are unreadable")
         if self.cgroup:
-            have.append(f"cgroup {self.cgroup}: memory and process-count limits, end-of-run kill sweep")
+            have.append(f"cgroup {self.cgroup}: memory and process-count limits, end-of-run kill sweep"
+                        + (", a CPU weight per run (CPU shared per run, not per process)" if self.cpu_weight else
+                           "; no CPU controller: CPU is shared per process, not per run"))
         else:
             have.append("memory limit by polling the run's resident memory (no cgroup)")
         have.append("rlimits: CPU time, file size, no core files"
                     + (", process count" if self.nproc_limit or self.cgroup else ""))
         return have + [f"NOT enforced: {m}" for m in self.missing]
+
+
+LABEL_PARTS = {
+    "bubblewrap": "bubblewrap: private filesystem view, own user, PID and network namespaces, no capabilities",
+    "no sandbox": "NOT enforced: filesystem, PID and network isolation (no bubblewrap where these runs executed): "
+                  "a kernel could read and write what the kernels' user can",
+    "no cgroup": "memory limit by polling the run's resident memory (no cgroup)",
+    "cpu weight": "a CPU weight per run (CPU shared per run, not per process)",
+    "rlimits": "rlimits: CPU time, file size, no core files",
+}
+
+
+def describe_label(label: str) -> list[str]:
+    """What a row's protection label (:attr:`Protection.label`, made where the run executed: a
+    cluster's worker, say) says was enforced, in words; parts it does not know are quoted as they are."""
+    lines = []
+    for part in label.split(" + "):
+        if part.startswith("cgroup "):
+            lines.append(f"{part}: memory and process-count limits, end-of-run kill sweep")
+        elif part.startswith("uid "):
+            lines.append(f"the kernels ran as host {part}, not root: root-only files unreadable")
+        else:
+            lines.append(LABEL_PARTS.get(part, part))
+    return lines
 
 
 # --------------------------------------------------------------------------------------------
@@ -149,7 +178,7 @@ def detect() -> Protection:
     if root and not run_as:
         missing.append(f"an unprivileged host user for the kernels ({USER_ENV} names none that exists)")
     return Protection(bwrap_ok, cgroup, not root, tuple(missing), tuple(flags) if bwrap_ok else (),
-                      run_as)
+                      run_as, cpu_controller(cgroup))
 
 
 OPTIONAL_FLAGS = ("--disable-userns", "--size")
@@ -206,7 +235,7 @@ def _bwrap_flags(run_as) -> tuple[str, ...] | None:
     return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
 
 
-def own_cgroups(version: str) -> list[Path]:
+def own_cgroups(version: str, v1_controllers=("memory", "pids")) -> list[Path]:
     """The folders of this process's own cgroups (``/proc/self/cgroup``) that runs nest under:
     ``[unified]`` for v2, ``[memory, pids]`` for v1. A limit put around the grader holds its runs too."""
     paths = {}
@@ -220,7 +249,21 @@ def own_cgroups(version: str) -> list[Path]:
             paths[controller] = path.lstrip("/")
     if version == "v2":
         return [CGROUP_ROOT / paths.get("", "")]
-    return [CGROUP_ROOT / name / paths.get(name, "") for name in ("memory", "pids")]
+    return [CGROUP_ROOT / name / paths.get(name, "") for name in v1_controllers]
+
+
+def cpu_controller(version: str | None) -> bool:
+    """Whether runs' cgroups can have a CPU weight: v2 with ``cpu`` enabled for the grader's
+    children, v1 with a writable ``cpu`` hierarchy."""
+    try:
+        if version == "v2":
+            return "cpu" in (own_cgroups("v2")[0] / "cgroup.subtree_control").read_text().split()
+        if version == "v1":
+            folder = own_cgroups("v1", ("cpu",))[0]
+            return (folder / "cpu.shares").exists() and os.access(folder, os.W_OK)
+    except OSError:
+        pass
+    return False
 
 
 def _cgroup_version() -> str | None:
