@@ -22,7 +22,6 @@ which protections the run had, and the Markdown summary lists what was and was n
 
 from __future__ import annotations
 
-import copy
 import os
 import sys
 import tempfile
@@ -38,14 +37,15 @@ from . import assignment as assignments
 from . import cluster as cluster_runs
 from . import kernel_cache
 from . import regrade
-from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from . import prepare
+from .graded import GradedCell, graded_cells
 from .escape import one_line
+from .prepare import UnreadableSubmission  # noqa: F401  (importable from here as before)
 from .report import number
 from .runner import kill_all, run_notebook, short
 from .scores import Score
 # find_submissions, reference_for and FLAT_SEPARATOR moved to .submissions; importable from here as before
 from .submissions import FLAT_SEPARATOR, Refused, find_submissions, read_bytes, reference_for  # noqa: F401
-from .scrutiny import warnings_for
 
 # Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
 # exact-size buffers): an off-by-one that the unchecked mode's buffer slack would hide costs its
@@ -53,7 +53,7 @@ from .scrutiny import warnings_for
 # About 2 s more for exercise 7's solution on the development machine. An instructor's own
 # COURSEKIT_CUDA_CHECK wins.
 GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
-SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the notebook file itself
+SUBMISSION_LIMIT_MB = prepare.SUBMISSION_LIMIT_MB   # the notebook file itself (COURSEKIT_GRADE_NOTEBOOK_MB)
 
 
 @dataclass
@@ -84,51 +84,10 @@ def load_references(reference_dir) -> list[Reference]:
 
 
 def restore_graded(submission, reference: Reference):
-    """Return ``(notebook, {graded id: cell index or None})`` with every graded cell restored.
-
-    A reference graded cell is located in the submission by its coursekit id, else by its notebook
-    cell id (JupyterLab keeps those), else by identical source; the cell found is replaced by a code
-    cell with the reference's source and metadata, whatever the student did to it (edited, turned into
-    Markdown, retagged). Graded-looking cells with unknown ids lose their markers and run as
-    ordinary cells. A graded cell that cannot be found maps to None: it scores nothing.
-    """
-    nb = copy.deepcopy(submission)
-    placed: dict[str, int] = {}
-    taken: set[int] = set()
-
-    def place(cell_id: str, index: int) -> None:
-        if cell_id not in placed and index not in taken:
-            placed[cell_id] = index
-            taken.add(index)
-
-    for index, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get(METADATA_KEY)
-        if isinstance(meta, dict) and meta.get("id") in {c.id for c in reference.cells}:
-            place(meta["id"], index)
-    for graded in reference.cells:
-        notebook_id = reference.nb.cells[graded.index].get("id")
-        for index, cell in enumerate(nb.cells):
-            if graded.id in placed:
-                break
-            if (notebook_id and cell.get("id") == notebook_id) or cell.get("source") == graded.source:
-                place(graded.id, index)
-
-    by_index = {index: cell_id for cell_id, index in placed.items()}
-    reference_cells = {c.id: reference.nb.cells[c.index] for c in reference.cells}
-    for index, cell in enumerate(nb.cells):
-        if index in by_index:
-            original = reference_cells[by_index[index]]
-            restored = nbformat.v4.new_code_cell(source=original.source, metadata=copy.deepcopy(original.metadata))
-            if "id" in cell:
-                restored["id"] = cell["id"]
-            else:
-                restored.pop("id", None)
-            nb.cells[index] = restored
-        elif is_graded(cell):
-            cell.metadata.pop(METADATA_KEY, None)
-            tags = [tag for tag in cell.metadata.get("tags", []) if tag != GRADED_TAG]
-            cell.metadata["tags"] = tags
-    return nb, {c.id: placed.get(c.id) for c in reference.cells}
+    """Return ``(notebook, {graded id: cell index or None})`` with every graded cell restored from
+    ``reference`` (see :func:`coursekit.course.prepare.restore_graded`; grading does this in the
+    run's child, inside the run's limits)."""
+    return prepare.restore_graded(submission, reference.nb, reference.cells)
 
 
 def load_reference(path) -> Reference:
@@ -138,30 +97,19 @@ def load_reference(path) -> Reference:
     return Reference(path.stem, nb, graded_cells(nb))
 
 
-class UnreadableSubmission(ValueError):
-    """A submission the grader will not read; the message says why and what the student can do."""
-
-
 def read_submission(path):
-    """The student's notebook, or an error that says why it cannot be graded and what to do.
-
-    A symbolic link is refused, not followed: it could hand in another student's notebook or a
-    solution the grader can read. A file over :data:`SUBMISSION_LIMIT_MB` is refused before it is
-    read (its outputs, never graded, would fill the grader's memory). Cells that Jupyter would not
-    have written (a code cell without ``outputs``) are an invalid notebook, not a grader error.
-    """
+    """The student's notebook, or :class:`UnreadableSubmission` saying why it cannot be graded and
+    what to do (a link, a FIFO, over :data:`SUBMISSION_LIMIT_MB`, too many cells, not a notebook).
+    Grading reads submissions in the run's child instead (:mod:`coursekit.course.prepare`)."""
     if isinstance(path, Refused):
         raise UnreadableSubmission(path.reason)
-    try:
-        data = read_bytes(path, SUBMISSION_LIMIT_MB * 2**20)
-    except ValueError as exc:
-        raise UnreadableSubmission(str(exc)) from None
-    nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-    for index, cell in enumerate(nb.cells):
-        if not isinstance(cell.get("source"), str) or (cell.get("cell_type") == "code" and "outputs" not in cell):
-            raise UnreadableSubmission(f"cell {index} is not a valid notebook cell (source or outputs missing): "
-                             "open the notebook in Jupyter, save it and hand it in again")
-    return nb
+    return prepare.read_submission(path, SUBMISSION_LIMIT_MB)
+
+
+class Rows(list):
+    """One notebook's :class:`Score` rows, with the scrutiny ``warnings`` its run's child found."""
+
+    warnings: list = []
 
 
 def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60, notebook_timeout=600,
@@ -170,9 +118,10 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
 
     This is the stable entry point for anything that grades (the ``grade`` command, a pytest
     plugin): ``path`` is the submission (None: not handed in), ``reference`` a :class:`Reference`
-    or the path of the reference notebook. It reads the submission (an unreadable file scores 0
-    with the reason), restores every graded cell from the reference (:func:`restore_graded`),
-    runs the result with :func:`coursekit.course.runner.run_notebook` in a fresh temporary folder
+    or the path of the reference notebook. It scans the submission's raw bytes (size, cells; no parse:
+    :func:`coursekit.course.prepare.scan`; a refused file scores 0 with the reason), then the run's child
+    parses it and restores every graded cell from the reference (:func:`restore_graded`) in the run's limits,
+    and :func:`coursekit.course.runner.run_notebook` runs the result in a fresh temporary folder
     with the grading environment (:data:`GRADING_ENV`: CUDA bounds checking) inside this machine's
     sandbox, and scores each graded cell: its points when it passed — for a cell written with
     :func:`coursekit.course.check.graded_check`, when the grader's judge accepted what it reported —
@@ -181,39 +130,50 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
     """
     if not isinstance(reference, Reference):
         reference = load_reference(reference)
-
-    def all_zero(reason):
-        return [Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells]
-
-    if path is None:
-        return all_zero("missing notebook")
-    if isinstance(path, Refused):
-        return all_zero(short(path.reason))
-    try:   # not JSON, not a notebook, a link: the student still gets a row per cell, with the reason
-        restored, where = restore_graded(read_submission(path), reference)
-        text = nbformat.writes(restored)
-    except Exception as exc:
-        detail = str(exc) if isinstance(exc, UnreadableSubmission) else f"{type(exc).__name__}: {exc}"
-        return all_zero(short(f"unreadable notebook: {detail}"))
+    refused = _refuse(path, reference, student)
+    if refused is not None:
+        return refused
     try:
         with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
-            run_path = Path(tmp) / f"{reference.name}.ipynb"
-            run_path.write_text(text, encoding="utf-8")
-            run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+            reference_path = Path(tmp) / f"{reference.name}.ipynb"
+            nbformat.write(reference.nb, reference_path)
+            run = run_notebook(path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
                                executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
-                               reports_path=reports_path)
+                               reports_path=reports_path,
+                               submission={"reference": reference_path, "label": f"{student}/{reference.name}"})
     except Exception as exc:  # one odd submission must not stop the grading of the class
-        return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
-    scores = []
+        return _all_zero(reference, student, f"grader error: {type(exc).__name__}: {exc}"[:200])
+    if run.unreadable:
+        return _all_zero(reference, student, run.unreadable)
+    rows = Rows()
     for cell in reference.cells:
-        if where[cell.id] is None:
-            scores.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell",
-                                run.protection))
+        index = (run.where or {}).get(cell.id)
+        if run.where is not None and index is None:
+            rows.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell", run.protection))
             continue
-        outcome = run.outcome(where[cell.id])
-        scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
-                            cell.points, outcome.reason, run.protection))
-    return scores
+        outcome = run.outcome(index) if index is not None else run.default   # never prepared: the run's reason
+        rows.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
+                          cell.points, outcome.reason, run.protection))
+    rows.warnings = run.warnings
+    return rows
+
+
+def _all_zero(reference: Reference, student: str, reason: str) -> Rows:
+    return Rows(Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells)
+
+
+def _refuse(path, reference: Reference, student: str) -> Rows | None:
+    """Zero rows with the reason for a notebook that is not graded: not handed in, refused when
+    found, or refused by the raw scan (size, cells) before anything parses it."""
+    if path is None:
+        return _all_zero(reference, student, "missing notebook")
+    if isinstance(path, Refused):
+        return _all_zero(reference, student, short(path.reason))
+    try:
+        prepare.scan(path, SUBMISSION_LIMIT_MB)
+    except UnreadableSubmission as exc:
+        return _all_zero(reference, student, short(f"unreadable notebook: {exc}"))
+    return None
 
 
 def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_timeout, executed_dir=None):
@@ -278,13 +238,8 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         rows = results[student, ref.name]
         fresh = (student, ref.name) in calls
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
-    for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
-        try:
-            # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
-            warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
-                if path else []
-        except Exception:                 # unreadable: already scored 0 with its reason
-            pass
+    for student, ref, _ in tasks:      # cells that name the grading mechanism, found by each run's child
+        warnings += getattr(results[student, ref.name], "warnings", [])
     return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
 
 

@@ -31,6 +31,8 @@ ARITY = {"--bind": 2, "--ro-bind": 2, "--symlink": 2, "--setenv": 2, "--chmod": 
          "--hostname": 1, "--proc": 1, "--dev": 1, "--size": 1, "--tmpfs": 1, "--chdir": 1, "--cap-drop": 1,
          "--remount-ro": 1, "--perms": 1, "--dir": 1}
 BINDS = ("--bind", "--ro-bind")
+STAGE_ROOT = "/tmp"                       # in the launcher's own mount namespace only
+STAGE = "/tmp/coursekit-stage"
 
 
 def join_cgroups(procs_files) -> None:
@@ -96,20 +98,21 @@ def _check(result: int, what: str) -> None:
         raise OSError(ctypes.get_errno(), f"launch.py: {what}: {os.strerror(ctypes.get_errno())}")
 
 
-def stage_binds(command: list[str], stage: str) -> list[str]:
-    """Mount every source of bubblewrap's ``--bind``/``--ro-bind SRC DEST`` at ``stage/N`` in a
+def stage_binds(command: list[str]) -> list[str]:
+    """Mount every source of bubblewrap's ``--bind``/``--ro-bind SRC DEST`` at ``STAGE/N``, in a
     mount namespace of this process's own, and point bubblewrap there.
 
     bubblewrap started by the unprivileged user resolves each SRC with that user's rights, and a
-    root grader's Python or cache may live under ``/root`` (mode 0700): bubblewrap 0.8's
-    ``--ro-bind-fd`` does not help (it resolves the descriptor's path again). Mounted here, while
-    we are root, each source is reached through ``stage`` (mode 0711, the run's own) and keeps its
+    root grader's Python, cache or run folder may live under ``/root`` or a 0700 folder: bubblewrap
+    0.8's ``--ro-bind-fd`` does not help (it resolves the descriptor's path again). So, while still
+    root: open every source, put a small private memory filesystem (mode 0711) on ``/tmp`` *in this
+    namespace only*, and bind each source, through its descriptor, below it. Each source keeps its
     own permissions; nothing changes outside this process's mount namespace.
     """
     libc = _libc()
     _check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")                          # CLONE_NEWNS
     _check(libc.mount(b"none", b"/", None, (1 << 18) | 16384, None), "make / private")  # MS_PRIVATE|MS_REC
-    out, index, count = [command[0]], 1, 0
+    parsed, index = [], 1
     while index < len(command) and command[index] != "--":
         option = command[index]
         if option.startswith("--") and option not in ARITY and not option.startswith("--unshare") \
@@ -117,18 +120,23 @@ def stage_binds(command: list[str], stage: str) -> list[str]:
             raise ValueError(f"launch.py: unknown bubblewrap option {option!r}: add it to ARITY")
         width = ARITY.get(option, 0)
         args = command[index + 1:index + 1 + width]
-        if option in BINDS:
-            target = os.path.join(stage, str(count))
-            count += 1
-            if os.path.isdir(args[0]):
-                os.makedirs(target, mode=0o711, exist_ok=True)
-            elif not os.path.exists(target):
+        parsed.append([option, *args, os.open(args[0], os.O_PATH) if option in BINDS else None])
+        index += 1 + width
+    _check(libc.mount(b"tmpfs", STAGE_ROOT.encode(), b"tmpfs", 0, b"mode=0711,size=1m"), "stage tmpfs")
+    os.makedirs(STAGE, mode=0o711)
+    out = [command[0]]
+    for number, (option, *args, fd) in enumerate(parsed):
+        if fd is not None:
+            target = os.path.join(STAGE, str(number))
+            if os.path.isdir(f"/proc/self/fd/{fd}"):
+                os.mkdir(target, 0o711)
+            else:
                 open(target, "x").close()
-            _check(libc.mount(args[0].encode(), target.encode(), None, 4096 | 16384, None),  # MS_BIND|MS_REC
-                   f"bind {args[0]}")
+            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, 4096 | 16384, None),
+                   f"bind {args[0]}")                                                    # MS_BIND|MS_REC
+            os.close(fd)
             args = [target, args[1]]
         out += [option, *args]
-        index += 1 + width
     return out + command[index:]
 
 
@@ -151,8 +159,7 @@ def main(argv: list[str]) -> None:
     if run_as:
         hand_over(config.get("own", ()), config.get("own_files_in", ()), run_as)
         if config.get("stage"):
-            os.makedirs(config["stage"], mode=0o711, exist_ok=True)
-            command = stage_binds(command, config["stage"])
+            command = stage_binds(command)
         drop_to(run_as)
     if config.get("env") is not None:
         os.execvpe(command[0], command, config["env"])

@@ -216,19 +216,15 @@ def sandbox_user() -> tuple[int, int] | None:
 def _bwrap_flags(run_as) -> tuple[str, ...] | None:
     """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real sandbox,
     through the launcher as the kernels' user), or None when bubblewrap cannot make a sandbox here."""
-    import tempfile
-
     def works(flags) -> bool:
-        with tempfile.TemporaryDirectory(prefix="coursekit-probe-") as stage:
-            os.chmod(stage, 0o711)
-            config = {"limits": Limits().__dict__, "run_as": run_as, "stage": f"{stage}/mounts" if run_as else None}
-            probe = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", shutil.which("bwrap"),
-                     *_bwrap_namespace_args(flags, 1), *_bind_args(), *_readonly_args(flags, 1),
-                     "--", sys.executable, "-I", "-S", "-c", "pass"]
-            try:
-                return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
-            except (OSError, subprocess.TimeoutExpired):
-                return False
+        config = {"limits": Limits().__dict__, "run_as": run_as, "stage": bool(run_as)}
+        probe = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", shutil.which("bwrap"),
+                 *_bwrap_namespace_args(flags, 1), *_bind_args(), *_readonly_args(flags, 1),
+                 "--", sys.executable, "-I", "-S", "-c", "pass"]
+        try:
+            return subprocess.run(probe, capture_output=True, timeout=30).returncode == 0
+        except (OSError, subprocess.TimeoutExpired):
+            return False
 
     if not works(()):
         return None
@@ -375,7 +371,7 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
     own = [str(p) for p in dict.fromkeys((workdir, home, ipc_dir, report_dir)) if p]
     config = {"limits": limits, "cgroup": cgroup_procs, "run_as": list(run_as) if run_as else None,
               "own": own, "own_files_in": [str(ipc_dir)],
-              "stage": str(Path(ipc_dir).parent / "mounts") if bubblewrap and run_as else None}
+              "stage": bool(bubblewrap and run_as)}
     launcher = [sys.executable, "-I", "-S", str(LAUNCHER)]
     if not bubblewrap:
         config["env"] = dict(env, **run_folders(home)) if home else env
