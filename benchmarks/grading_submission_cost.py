@@ -48,6 +48,7 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--cluster", type=int, default=0, help="local Dask workers (0: local jobs)")
     parser.add_argument("--honest", action="store_true", help="add a student with the fixture's solution")
+    parser.add_argument("--worker-env", action="append", default=[], help="KEY=VALUE for the Dask workers only")
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "tests"))
@@ -71,7 +72,8 @@ def main() -> None:
 
         from coursekit.course.cluster import local_cluster
 
-        with local_cluster(args.cluster) as cluster, Client(cluster) as client:
+        env = dict(item.split("=", 1) for item in args.worker_env)
+        with local_cluster(args.cluster, env=env) as cluster, Client(cluster) as client:
             scores, _ = grade(out / "submissions", out / "reference", cluster=client, progress=False)
             peaks = client.run(_peak_mb)
         result["worker_peak_rss_mb"] = round(max(peaks.values()))

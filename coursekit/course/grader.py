@@ -35,14 +35,13 @@ import nbformat  # noqa: E402
 
 from . import assignment as assignments
 from . import cluster as cluster_runs
-from . import kernel_cache
 from . import regrade
 from . import prepare
 from .graded import GradedCell, graded_cells
 from .escape import one_line
 from .prepare import UnreadableSubmission  # noqa: F401  (importable from here as before)
 from .report import number
-from .runner import kill_all, run_notebook, short
+from .runner import kill_all, protection, run_notebook, short
 from .scores import Score
 # find_submissions, reference_for and FLAT_SEPARATOR moved to .submissions; importable from here as before
 from .submissions import FLAT_SEPARATOR, Refused, find_submissions, read_bytes, reference_for  # noqa: F401
@@ -138,7 +137,7 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
             reference_path = Path(tmp) / f"{reference.name}.ipynb"
             nbformat.write(reference.nb, reference_path)
             run = run_notebook(path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
+                               executed_path=executed_path, env=dict(GRADING_ENV, **_shared_kernel_cache()),
                                reports_path=reports_path,
                                submission={"reference": reference_path, "label": f"{student}/{reference.name}"})
     except Exception as exc:  # one odd submission must not stop the grading of the class
@@ -156,6 +155,39 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
                           cell.points, outcome.reason, run.protection))
     rows.warnings = run.warnings
     return rows
+
+
+def _shared_kernel_cache() -> dict[str, str]:
+    """The emulator's shared, read-only kernel cache for the runs (:mod:`.kernel_cache`), built on
+    first use; none where runs have no sandbox and run as the grader's own user, since such a
+    kernel could plant an object there that every later run, of any grading session, would load
+    (each run then compiles into its own folder: see coursekit.course.sandbox.run_folders)."""
+    guard = protection()
+    if not guard.bubblewrap and not guard.run_as:
+        return {}
+    from . import kernel_cache   # the emulator's compiler: loaded only when the cache is built
+
+    return kernel_cache.grading_env()
+
+
+NO_SANDBOX = ("SECURITY: {count} runs had no sandbox (no bubblewrap where they ran): each student's code could "
+              "read and change what the grader's user can, including other students' runs and later grading "
+              "sessions. Install it where the runs execute (`apt-get install bubblewrap`) or grade in a "
+              "throw-away container")
+_WARNED: set[str] = set()
+
+
+def sandbox_warning(scores) -> list[str]:
+    """The loud line for a class graded without bubblewrap (from the rows: where each run really
+    executed), printed on stderr once per grading process and listed under Warnings every time."""
+    count = len({(s.student, s.notebook) for s in scores if s.protection.startswith("no sandbox")})
+    if not count:
+        return []
+    line = NO_SANDBOX.format(count=count)
+    if "printed" not in _WARNED:
+        _WARNED.add("printed")
+        print(f"\n{'!' * 78}\n{line}\n{'!' * 78}\n", file=sys.stderr, flush=True)
+    return [line]
 
 
 def _all_zero(reference: Reference, student: str, reason: str) -> Rows:
@@ -240,6 +272,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
     for student, ref, _ in tasks:      # cells that name the grading mechanism, found by each run's child
         warnings += getattr(results[student, ref.name], "warnings", [])
+    warnings[:0] = sandbox_warning(scores)
     return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
 
 

@@ -13,8 +13,9 @@ program of its own:
    nothing else (:func:`hand_over`). bubblewrap started by root maps the sandbox's uid to root
    outside, so file permissions let the kernel read ``/etc/shadow`` and private keys; started by
    ``nobody`` it maps to ``nobody``, and root-only files stay closed. The folders bubblewrap mounts
-   are first mounted where that user can reach them, in a mount namespace of the launcher's own
-   (:func:`stage_binds`), so a Python or a cache under ``/root`` (mode 0700) still works;
+   (and, without bubblewrap, the kernel's Python and coursekit) are first made reachable by that
+   user in a mount namespace of the launcher's own (:func:`expose`), so a Python or a cache under
+   ``/root`` (mode 0700) still works;
 4. ``exec`` the command, with the environment the runner chose.
 
 Standard library only: started by path, before any of coursekit is imported.
@@ -25,15 +26,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-
-# bubblewrap options and how many arguments each takes (those sandbox.kernel_command emits)
-ARITY = {"--bind": 2, "--ro-bind": 2, "--symlink": 2, "--setenv": 2, "--chmod": 2, "--uid": 1, "--gid": 1,
-         "--hostname": 1, "--proc": 1, "--dev": 1, "--size": 1, "--tmpfs": 1, "--chdir": 1, "--cap-drop": 1,
-         "--remount-ro": 1, "--perms": 1, "--dir": 1}
-BINDS = ("--bind", "--ro-bind")
-STAGE_ROOT = "/tmp"                       # in the launcher's own mount namespace only
-STAGE = "/tmp/coursekit-stage"
-
 
 def join_cgroups(procs_files) -> None:
     """Move this process into the run's cgroup(s) (``cgroup.procs`` paths; none: nothing to join)."""
@@ -98,46 +90,53 @@ def _check(result: int, what: str) -> None:
         raise OSError(ctypes.get_errno(), f"launch.py: {what}: {os.strerror(ctypes.get_errno())}")
 
 
-def stage_binds(command: list[str]) -> list[str]:
-    """Mount every source of bubblewrap's ``--bind``/``--ro-bind SRC DEST`` at ``STAGE/N``, in a
-    mount namespace of this process's own, and point bubblewrap there.
+def blocked_at(path: str, run_as) -> str | None:
+    """The topmost folder on the way to ``path`` that ``run_as`` (uid, gid) may not pass through
+    (no search permission for it), or None when it reaches ``path``."""
+    uid, gid = run_as
+    parts = os.path.realpath(path).split("/")[1:]
+    for depth in range(1, len(parts)):
+        folder = "/" + "/".join(parts[:depth])
+        info = os.stat(folder)
+        bits = 0o100 if info.st_uid == uid else 0o010 if info.st_gid == gid else 0o001
+        if not info.st_mode & bits:
+            return folder
+    return None
 
-    bubblewrap started by the unprivileged user resolves each SRC with that user's rights, and a
-    root grader's Python, cache or run folder may live under ``/root`` or a 0700 folder: bubblewrap
-    0.8's ``--ro-bind-fd`` does not help (it resolves the descriptor's path again). So, while still
-    root: open every source, put a small private memory filesystem (mode 0711) on ``/tmp`` *in this
-    namespace only*, and bind each source, through its descriptor, below it. Each source keeps its
-    own permissions; nothing changes outside this process's mount namespace.
+
+def expose(paths, run_as) -> None:
+    """Make every one of ``paths`` reachable by ``run_as``, in a mount namespace of this process's own.
+
+    bubblewrap (started by the unprivileged user) resolves its sources, and a kernel without
+    bubblewrap runs its Python, with that user's rights; a root grader's Python, cache or run
+    folders may live under ``/root`` or another 0700 folder. So, while still root: open each
+    needed path, put an empty memory filesystem (mode 0755) over the folder that blocks it *in this
+    namespace only*, and mount each path back at its place through its descriptor. The user then
+    reaches exactly those paths, with their own permissions, and nothing else of the blocked folder
+    (the ``.ci/hostile-unprivileged`` script does the same by hand for its tests).
     """
+    blocked: dict[str, list[str]] = {}
+    for path in sorted({os.path.realpath(p) for p in paths if os.path.exists(p)}, key=len):
+        top = blocked_at(path, run_as)
+        if top and not any(path.startswith(kept + "/") or path == kept for kept in blocked.get(top, [])):
+            blocked.setdefault(top, []).append(path)
+    if not blocked:
+        return
     libc = _libc()
     _check(libc.unshare(0x00020000), "unshare(CLONE_NEWNS)")                          # CLONE_NEWNS
     _check(libc.mount(b"none", b"/", None, (1 << 18) | 16384, None), "make / private")  # MS_PRIVATE|MS_REC
-    parsed, index = [], 1
-    while index < len(command) and command[index] != "--":
-        option = command[index]
-        if option.startswith("--") and option not in ARITY and not option.startswith("--unshare") \
-                and option not in ("--die-with-parent", "--disable-userns", "--clearenv", "--new-session"):
-            raise ValueError(f"launch.py: unknown bubblewrap option {option!r}: add it to ARITY")
-        width = ARITY.get(option, 0)
-        args = command[index + 1:index + 1 + width]
-        parsed.append([option, *args, os.open(args[0], os.O_PATH) if option in BINDS else None])
-        index += 1 + width
-    _check(libc.mount(b"tmpfs", STAGE_ROOT.encode(), b"tmpfs", 0, b"mode=0711,size=1m"), "stage tmpfs")
-    os.makedirs(STAGE, mode=0o711)
-    out = [command[0]]
-    for number, (option, *args, fd) in enumerate(parsed):
-        if fd is not None:
-            target = os.path.join(STAGE, str(number))
+    for top in sorted(blocked, key=len):
+        fds = [(path, os.open(path, os.O_PATH)) for path in blocked[top]]
+        _check(libc.mount(b"tmpfs", top.encode(), b"tmpfs", 0, b"mode=0755,size=1m"), f"cover {top}")
+        for path, fd in fds:
             if os.path.isdir(f"/proc/self/fd/{fd}"):
-                os.mkdir(target, 0o711)
+                os.makedirs(path, mode=0o755, exist_ok=True)
             else:
-                open(target, "x").close()
-            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), target.encode(), None, 4096 | 16384, None),
-                   f"bind {args[0]}")                                                    # MS_BIND|MS_REC
+                os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+                open(path, "a").close()
+            _check(libc.mount(f"/proc/self/fd/{fd}".encode(), path.encode(), None, 4096 | 16384, None),
+                   f"bind {path}")                                                       # MS_BIND|MS_REC
             os.close(fd)
-            args = [target, args[1]]
-        out += [option, *args]
-    return out + command[index:]
 
 
 def drop_to(run_as) -> None:
@@ -158,8 +157,7 @@ def main(argv: list[str]) -> None:
     set_limits(config["limits"], run_as, bool(config.get("cgroup")))
     if run_as:
         hand_over(config.get("own", ()), config.get("own_files_in", ()), run_as)
-        if config.get("stage"):
-            command = stage_binds(command)
+        expose(config.get("expose", ()), run_as)
         drop_to(run_as)
     if config.get("env") is not None:
         os.execvpe(command[0], command, config["env"])

@@ -217,7 +217,7 @@ def _bwrap_flags(run_as) -> tuple[str, ...] | None:
     """The optional flags of :data:`OPTIONAL_FLAGS` this bubblewrap accepts (tried in a real sandbox,
     through the launcher as the kernels' user), or None when bubblewrap cannot make a sandbox here."""
     def works(flags) -> bool:
-        config = {"limits": Limits().__dict__, "run_as": run_as, "stage": bool(run_as)}
+        config = {"limits": Limits().__dict__, "run_as": run_as, "expose": _python_dirs()}
         probe = [sys.executable, "-I", "-S", str(LAUNCHER), json.dumps(config), "--", shutil.which("bwrap"),
                  *_bwrap_namespace_args(flags, 1), *_bind_args(), *_readonly_args(flags, 1),
                  "--", sys.executable, "-I", "-S", "-c", "pass"]
@@ -371,10 +371,15 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
     own = [str(p) for p in dict.fromkeys((workdir, home, ipc_dir, report_dir)) if p]
     config = {"limits": limits, "cgroup": cgroup_procs, "run_as": list(run_as) if run_as else None,
               "own": own, "own_files_in": [str(ipc_dir)],
-              "stage": bool(bubblewrap and run_as)}
+              # what the kernels' user must reach: bubblewrap's sources, or the kernel's Python and coursekit
+              "expose": [*_python_dirs(), *own] + ([str(PACKAGE_DIR)] if bubblewrap else [str(PACKAGE_DIR.parent)])}
     launcher = [sys.executable, "-I", "-S", str(LAUNCHER)]
     if not bubblewrap:
-        config["env"] = dict(env, **run_folders(home)) if home else env
+        config["env"] = dict(env, **run_folders(home)) if home else dict(env)
+        if run_as and config["env"].get(SHARED_CACHE_ENV):   # root-owned: nobody reads it, cannot write it
+            config["expose"].append(config["env"][SHARED_CACHE_ENV])
+        else:   # the kernel is the grader's user: it could plant objects there for every later run
+            config["env"].pop(SHARED_CACHE_ENV, None)
         return launcher + [json.dumps(config), "--"] + kernel_argv
     config["env"] = None
     inside_env = dict(env, HOME=HOME_MOUNT, PYTHONPATH=LIBRARY_MOUNT, TMPDIR="/tmp",
@@ -383,12 +388,14 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
     flags = tuple(bwrap_flags)
     size_mb, shm_mb = tmpfs_sizes(limits, bool(cgroup_procs))
     home_args = ["--bind", str(workdir), HOME_MOUNT] if workdir else _tmpfs(HOME_MOUNT, flags, size_mb)
+    cache = _shared_cache_args(inside_env)
+    config["expose"] += cache[1:2]
     args = [shutil.which("bwrap"), *_bwrap_namespace_args(flags, size_mb), *_bind_args(),
             "--ro-bind", str(PACKAGE_DIR), f"{LIBRARY_MOUNT}/coursekit",
             *home_args,
             "--bind", str(ipc_dir), str(ipc_dir),        # same path inside: the kernel binds its sockets there
             *(["--bind", str(report_dir), str(report_dir)] if report_dir else []),
-            *_shared_cache_args(inside_env),
+            *cache,
             *_readonly_args(flags, shm_mb),
             "--chdir", HOME_MOUNT, "--clearenv"]
     for key, value in sorted(inside_env.items()):
