@@ -5,7 +5,7 @@
 
 Writes a class of one student whose ``01_fixture`` notebook is ``--mb`` megabytes of empty code cells
 (the shape the red team used: 500,000 cells in 22 MB), grades it with
-:func:`coursekit.course.grader.grade` in this process against the test fixture's exercise (``--jobs
+:func:`coursekit.course.grading.grader.grade` in this process against the test fixture's exercise (``--jobs
 1``, or ``--cluster N`` local Dask workers), and prints one JSON line: the wall time of the grading,
 this process's peak resident memory (``ru_maxrss``: the grader alone, runs are other processes; the
 file is written in small pieces first so that writing it does not count), the workers' peak, and the
@@ -52,8 +52,8 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "tests"))
-    from coursekit.course.exercises import make_exercise
-    from coursekit.course.grader import grade
+    from coursekit.course.authoring.exercises import make_exercise
+    from coursekit.course.grading.grader import grade
     from test_course_grader import NAME, solution
 
     out = Path(args.out)
@@ -70,7 +70,7 @@ def main() -> None:
     if args.cluster:
         from distributed import Client
 
-        from coursekit.course.cluster import local_cluster
+        from coursekit.course.grading.cluster import local_cluster
 
         env = dict(item.split("=", 1) for item in args.worker_env)
         with local_cluster(args.cluster, env=env) as cluster, Client(cluster) as client:

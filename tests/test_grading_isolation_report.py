@@ -9,9 +9,9 @@ run without bubblewrap).
 
 from __future__ import annotations
 
-from coursekit.course import rungroup, sandbox
-from coursekit.course.report import isolation_lines, summary_markdown
-from coursekit.course.scores import Score
+from coursekit.course.grading import rungroup, sandbox
+from coursekit.course.grading.report import isolation_lines, summary_markdown
+from coursekit.course.grading.scores import Score
 
 WORKER = "no sandbox + cgroup v2 + rlimits"
 LOCAL = "bubblewrap + cgroup v2 + cpu weight + rlimits + uid 65534"

@@ -22,12 +22,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course import grader, prepare
-from coursekit.course.exercises import make_exercise
-from coursekit.course.graded import graded_cells
-from coursekit.course.report import isolation_lines
-from coursekit.course.runner import protection, run_notebook
-from coursekit.course.scores import Score
+from coursekit.course.grading import grader, prepare
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.authoring.graded import graded_cells
+from coursekit.course.grading.report import isolation_lines
+from coursekit.course.grading.runner import protection, run_notebook
+from coursekit.course.grading.scores import Score
 from test_course_grader import NAME, solution
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "benchmarks" / "grading_submission_cost.py"
@@ -95,7 +95,7 @@ def test_the_submission_is_parsed_in_the_runs_child_never_in_the_grader(tmp_path
 
 
 def test_a_run_without_a_sandbox_keeps_its_caches_in_its_own_folder(tmp_path, monkeypatch):
-    from coursekit.course import sandbox
+    from coursekit.course.grading import sandbox
 
     monkeypatch.setenv("COURSEKIT_SANDBOX", "none")
     sandbox.detect.cache_clear()
@@ -135,7 +135,7 @@ def test_a_class_graded_without_a_sandbox_is_warned_about_once_loudly(capsys, mo
 
 
 def test_the_grader_loads_no_emulator_module_until_a_kernel_cache_is_built():
-    code = ("import sys, coursekit.course.grader, coursekit.course.runner\n"
+    code = ("import sys, coursekit.course.grading.grader, coursekit.course.grading.runner\n"
             "print(sorted(m for m in sys.modules if m.startswith('coursekit.cuda')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]", out.stdout

@@ -19,13 +19,13 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course import sandbox
-from coursekit.course.exercises import make_exercise
-from coursekit.course.graded import graded_cells
-from coursekit.course.grader import Reference, grade_notebook
-from coursekit.course.report import write_reports
-from coursekit.course.runner import protection, run_notebook
-from coursekit.course.sandbox import Limits
+from coursekit.course.grading import sandbox
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.authoring.graded import graded_cells
+from coursekit.course.grading.grader import Reference, grade_notebook
+from coursekit.course.grading.report import write_reports
+from coursekit.course.grading.runner import protection, run_notebook
+from coursekit.course.grading.sandbox import Limits
 from test_course_grader import NAME, SOFTPLUS, solution
 
 GUARD = protection()
