@@ -228,8 +228,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     are unchanged keeps its previous rows and is not run, unless the grader failed it (``grader_fault``)
     (:mod:`.regrade`). Every row records the submission's and its judge's hash and the grader's version.
 
-    The warnings also list each non-graded cell that names the grading mechanism
-    (:mod:`coursekit.course.grading.scrutiny`): a hint for a person, never a change of score.
+    The warnings list, from each run's child, the cells that name the grading mechanism (:mod:`.scrutiny`).
     """
     all_references = load_references(reference_dir)
     references = assignments.select(all_references, assignment)
@@ -274,8 +273,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         rows = results[student, ref.name]
         fresh = (student, ref.name) in calls
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
-    for student, ref, _ in tasks:      # cells that name the grading mechanism, found by each run's child
-        warnings += getattr(results[student, ref.name], "warnings", [])
+    warnings += [w for student, ref, _ in tasks for w in getattr(results[student, ref.name], "warnings", [])]
     warnings[:0] = sandbox_warning(scores)
     return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
 

@@ -15,7 +15,8 @@ import signal
 import time
 from pathlib import Path
 
-from .sandbox import Limits, cpu_controller, own_cgroups
+from .cgroups import cpu_controller, own_cgroups
+from .sandbox import Limits
 
 CPU_WEIGHT = int(os.environ.get("COURSEKIT_GRADE_CPU_WEIGHT", "100"))   # cgroup v2's default; v1: x10.24
 

@@ -69,20 +69,10 @@ def protection() -> "sandbox.Protection":
     return sandbox.detect()
 
 
-def run_notebook(
-    path,
-    *,
-    cell_timeout: int = 60,
-    notebook_timeout: int = 600,
-    workdir=None,
-    env: dict[str, str] | None = None,
-    executed_path=None,
-    kernel_name: str = "python3",
-    limits: "sandbox.Limits | None" = None,
-    judge: bool = True,
-    reports_path=None,
-    submission: dict | None = None,
-) -> NotebookRun:
+def run_notebook(path, *, cell_timeout: int = 60, notebook_timeout: int = 600, workdir=None,
+                 env: dict[str, str] | None = None, executed_path=None, kernel_name: str = "python3",
+                 limits: "sandbox.Limits | None" = None, judge: bool = True, reports_path=None,
+                 submission: dict | None = None) -> NotebookRun:
     """Run the notebook at ``path`` in a separate process; never raises for what the notebook does.
 
     The kernel runs inside this machine's protections (:func:`protection`) with ``limits``; its
@@ -97,10 +87,9 @@ def run_notebook(
     cells' outcomes are what the kernel reported. ``reports_path``, if given, receives a copy of
     the observations the graded cells reported (``<cell id>.npz``) and ``nonce.txt``, to judge again.
 
-    ``submission`` (``{"reference": notebook file, "label": "student/name"}``) makes ``path`` a
-    student's raw hand-in: the run's child bounds, parses and restores it inside the run's limits
-    (:mod:`coursekit.course.grading.prepare`) and the run says where each graded cell is (``run.where``),
-    the scrutiny warnings (``run.warnings``) or why it could not be read (``run.unreadable``).
+    ``submission`` (``{"reference": notebook file, "label": "student/name"}``): ``path`` is a raw
+    hand-in that the run's child bounds, parses and restores in the run's limits (:mod:`.prepare`);
+    ``run.where``, ``run.warnings`` and ``run.unreadable`` say what came of it.
     """
     limits = limits or sandbox.Limits()
     guard = protection()
@@ -114,12 +103,7 @@ def run_notebook(
         folders = _run_folders(Path(tmp), workdir)
         token, nonce = secrets.token_hex(8), secrets.token_hex(16)
         group = rungroup.RunGroup(f"coursekit-{token}", limits, guard.cgroup)
-        config = {
-            "workdir": str(folders["work"]), "ipc_dir": str(folders["ipc"]), "limits": limits.__dict__,
-            "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
-            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None, "run_as": guard.run_as,
-            "report_dir": str(folders["report"]) if judge else None, "nonce": nonce,
-        }
+        config = _child_config(guard, group, limits, folders, workdir is None, judge, nonce)
         reporting = {REPORT_DIR_ENV: str(folders["report"]), NONCE_ENV: nonce} if judge else {}
         args = _child_args(path, Path(tmp), cell_timeout, kernel_name, config, executed_path, submission)
         read_end, write_end = os.pipe()     # the event channel: no file a kernel could find and write
@@ -141,6 +125,14 @@ def run_notebook(
         run.protection = guard.label
         _read_preparation(run, events)
         return run
+
+
+def _child_config(guard, group, limits, folders, private_home: bool, judge: bool, nonce: str) -> dict:
+    """What the child and the kernel's launcher need to know about the run (``--sandbox``, JSON)."""
+    return {"workdir": str(folders["work"]), "ipc_dir": str(folders["ipc"]), "limits": limits.__dict__,
+            "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
+            "bwrap_flags": list(guard.bwrap_flags), "private_home": private_home, "run_as": guard.run_as,
+            "report_dir": str(folders["report"]) if judge else None, "nonce": nonce}
 
 
 def _low_disk(guard) -> NotebookRun | None:

@@ -10,8 +10,12 @@ so that, with the operating system's own tools:
   filesystem view — the system's programs and libraries read-only, the Python installation and
   *only the coursekit package* (never the repository: no ``solutions/``), a private ``/tmp`` and
   its own working directory (both size-capped memory filesystems, which the run's cgroup
-  counts as its memory), nothing else: no submissions folder, no other student, no reference,
-  no grader state. It gets a private process-ID namespace (it cannot see or signal the grader,
+  counts as its memory; without a cgroup they share the run's memory limit), a capped
+  ``/dev/shm``, ``/`` and ``/dev`` read-only, nothing else: no submissions folder, no other
+  student, no reference, no grader state.
+* **an unprivileged host user** for a root grader (:func:`sandbox_user`: ``nobody`` or
+  ``COURSEKIT_GRADE_USER``): bubblewrap started by root maps the kernel to root outside, so it
+  could read every root-only file; the launcher (:mod:`.launch`) becomes that user first. It gets a private process-ID namespace (it cannot see or signal the grader,
   and every process it starts, daemons and new sessions included, dies with it), no network
   (only a loopback of its own) and its own IPC namespace.
 * **cgroups** (Linux, when the grader may create them, e.g. as root or with a delegated cgroup):
@@ -23,9 +27,10 @@ so that, with the operating system's own tools:
   ``RLIMIT_AS`` would break AddressSanitizer, which checked CUDA launches use.
 
 :func:`detect` says which of these this machine gives (it tries them once); the grader writes
-that description into its report. This file imports only the standard library: the runner
-starts it by path (``python -I -S sandbox.py exec ...``) as the first link of the kernel's
-command, where it applies the limits and then ``exec``s bubblewrap or the kernel.
+that description into its report (``python -m coursekit.course.grading.sandbox`` prints it). The
+first link of every kernel's command is :mod:`.launch`, started by path, which joins the run's
+cgroup, sets the limits, gives up root and then ``exec``s bubblewrap or the kernel. Standard
+library only.
 """
 
 from __future__ import annotations
@@ -39,13 +44,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cgroups import CGROUP_ROOT, cgroup_version, cpu_controller, own_cgroups  # noqa: F401 (CGROUP_ROOT: as before)
+
 LIBRARY_MOUNT = "/opt/coursekit"        # inside the sandbox: the coursekit package, read-only
 HOME_MOUNT = "/home/student"            # inside the sandbox: the kernel's working directory
 SHARED_CACHE_ENV = "COURSEKIT_CUDA_SHARED_CACHE"
 SHARED_CACHE_MOUNT = "/opt/coursekit-shared-cache"
 PACKAGE_DIR = Path(__file__).resolve().parents[2]          # .../coursekit
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 SANDBOX_UID = 1000                      # the kernel's uid and gid inside its user namespace (never 0)
 LAUNCHER = Path(__file__).resolve().parent / "launch.py"   # started by path: joins, limits, drops, execs
 USER_ENV = "COURSEKIT_GRADE_USER"       # the host user a root grader's kernels run as (default: nobody)
@@ -166,7 +172,7 @@ def detect() -> Protection:
                 missing.append("a ban on new user namespaces inside the sandbox (bubblewrap older than 0.8)")
             if "--size" not in flags:
                 missing.append("size caps on the sandbox's /tmp and working folder (bubblewrap older than 0.6)")
-    cgroup = _cgroup_version()
+    cgroup = cgroup_version()
     if not cgroup:
         missing.append("hard memory and process limits (no writable cgroup); memory is polled instead")
     root = hasattr(os, "geteuid") and os.geteuid() == 0
@@ -229,65 +235,6 @@ def _bwrap_flags(run_as) -> tuple[str, ...] | None:
     if not works(()):
         return None
     return tuple(flag for flag in OPTIONAL_FLAGS if works((flag,)))
-
-
-def own_cgroups(version: str, v1_controllers=("memory", "pids")) -> list[Path]:
-    """The folders of this process's own cgroups (``/proc/self/cgroup``) that runs nest under:
-    ``[unified]`` for v2, ``[memory, pids]`` for v1. A limit put around the grader holds its runs too."""
-    paths = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        lines = []
-    for line in lines:
-        _, controllers, path = (line.split(":", 2) + ["", ""])[:3]
-        for controller in controllers.split(",") if controllers else [""]:
-            paths[controller] = path.lstrip("/")
-    if version == "v2":
-        return [CGROUP_ROOT / paths.get("", "")]
-    return [CGROUP_ROOT / name / paths.get(name, "") for name in v1_controllers]
-
-
-def cpu_controller(version: str | None) -> bool:
-    """Whether runs' cgroups can have a CPU weight: v2 with ``cpu`` enabled for the grader's
-    children, v1 with a writable ``cpu`` hierarchy."""
-    try:
-        if version == "v2":
-            return "cpu" in (own_cgroups("v2")[0] / "cgroup.subtree_control").read_text().split()
-        if version == "v1":
-            folder = own_cgroups("v1", ("cpu",))[0]
-            return (folder / "cpu.shares").exists() and os.access(folder, os.W_OK)
-    except OSError:
-        pass
-    return False
-
-
-def _cgroup_version() -> str | None:
-    """"v2" or "v1" when this process may create cgroups with memory and pids controllers under its own."""
-    if sys.platform != "linux" or os.environ.get("COURSEKIT_SANDBOX_CGROUP", "1") == "0":
-        return None
-    for version in ("v2", "v1"):
-        if version == "v2" and not (CGROUP_ROOT / "cgroup.controllers").exists():
-            continue
-        paths = own_cgroups(version)
-        if version == "v2":      # the runs' memory and pids limits need the controllers enabled for children
-            control = paths[0] / "cgroup.subtree_control"
-            if not {"memory", "pids"} <= set(control.read_text().split() if control.exists() else []):
-                continue
-        probes = [p / f"coursekit-probe-{os.getpid()}" for p in paths]
-        try:
-            for probe in probes:
-                probe.mkdir()
-            return version
-        except OSError:
-            continue
-        finally:
-            for probe in probes:
-                try:
-                    probe.rmdir()
-                except OSError:
-                    pass
-    return None
 
 
 def _bwrap_namespace_args(flags, size_mb: int) -> list[str]:
@@ -440,5 +387,5 @@ def sandbox_env(env: dict[str, str], bubblewrap: bool) -> dict[str, str]:
     return keep
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":     # python -m coursekit.course.grading.sandbox
     print(json.dumps({"protection": detect().label, "details": detect().describe()}, indent=1))
