@@ -48,6 +48,7 @@ LOCAL_IMPORTS = {
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
+    ("course.grading.grader", "course.grading.kernel_cache"): LAZY + "the emulator's compiler only when the shared kernel cache is built",
     ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
     ("cuda.emulator", "cuda.checked"): LAZY + "check='memory' only: the AddressSanitizer subprocess",
