@@ -294,6 +294,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "Colab links (authors)")
     ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
     ct.set_defaults(func=_authoring, authoring="run_colab_table")
+
+    tp = commands.add_parser("text-pairs", help="write each lesson's text pair, notebooks/text/NN_name.py (authors)")
+    tp.add_argument("--check", action="store_true", help="write nothing; exit 1 listing pairs out of date")
+    tp.set_defaults(func=_authoring, authoring="run_text_pairs")
     return parser
 
 
