@@ -31,6 +31,8 @@ from .compile.function import function
 from .graph import Variable, apply_nodes_between, clone_replace, format_trace
 from .rewriting.stabilize import stabilize_graph
 from .tensor import math as M
+from .tensor.gradient_gates import (consider_constant, disconnected_grad, grad_clip, grad_scale,  # noqa: F401
+                                    zero_grad)  # theano.gradient's identity ops with a changed gradient
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
 
@@ -291,7 +293,8 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
 
 
 def __getattr__(name):
-    # Theano's gradient.Rop / gradient.Lop live in coursekit.rop (Jacobian products built on grad)
-    if name in ("Rop", "Lop"):
+    # Rop / Lop (coursekit.rop) and jacobian / hessian (coursekit.jacobian, built on scan) are built on grad,
+    # one floor up: theano.gradient had them here, so they are reached here too
+    if name in ("Rop", "Lop", "jacobian", "hessian"):
         return wiring.get(name)
     raise AttributeError(f"module 'coursekit.gradient' has no attribute {name!r}")

@@ -10,8 +10,8 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit.random import mrg
-from coursekit.sandbox.rng_mrg import MRG_RandomStreams
-from coursekit.tensor.shared_randomstreams import RandomStreams
+from coursekit.random import MRG_RandomStreams
+from coursekit.random import RandomStreams
 
 STREAMS = [RandomStreams, MRG_RandomStreams]
 

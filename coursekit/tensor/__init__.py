@@ -26,7 +26,7 @@ from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flat
                         repeat, round, stack, tensordot, tile, xor)
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
 # Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
-from .legacy import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
+from .more_ops import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
                      arctan2, cosh, erf, erfc, exp2, flatnonzero, floor_div, inv, isinf, isnan, log2, log10, nonzero,
                      patternbroadcast,
                      power, reciprocal, shape_padaxis, shape_padleft, shape_padright, sign, sinh, squeeze, tan,
