@@ -45,11 +45,40 @@ class UndefinedGradientError(TypeError):
     """The cost depends on an input through an op with no defined derivative."""
 
 
+class GradNotImplementedError(UndefinedGradientError, NotImplementedError):
+    """The cost depends on an input through an op whose gradient nobody wrote (:func:`grad_not_implemented`)."""
+
+
+NullTypeGradError = UndefinedGradientError  # Theano's name for both errors
+
+
 class UndefinedGrad:
     """Returned by an op's ``L_op`` for an input whose gradient does not exist."""
 
+    error = UndefinedGradientError
+
     def __init__(self, reason):
         self.reason = reason
+
+
+class NotImplementedGrad(UndefinedGrad):
+    """Returned by an op's ``L_op`` for an input whose gradient exists but is not implemented."""
+
+    error = GradNotImplementedError
+
+
+def grad_undefined(op, x_pos, x, comment=""):
+    """Theano's marker for "input ``x_pos`` (``x``) of ``op`` has no derivative": ``grad`` raises
+    :class:`UndefinedGradientError` only when the cost depends on that input (an integer index usually does
+    not).  Return it from ``grad``/``L_op`` in that input's place."""
+    return UndefinedGrad(f"the grad method for input {x_pos} ({x}) of {op} is mathematically undefined. {comment}")
+
+
+def grad_not_implemented(op, x_pos, x, comment=""):
+    """Theano's marker for "input ``x_pos`` (``x``) of ``op`` has a derivative nobody wrote yet": ``grad`` raises
+    :class:`GradNotImplementedError` (a ``NotImplementedError`` and a ``TypeError``, as Theano's
+    documentation and its code each said) only when the cost depends on that input."""
+    return NotImplementedGrad(f"the grad method for input {x_pos} ({x}) of {op} is not implemented. {comment}")
 
 
 def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
@@ -154,7 +183,7 @@ def backward(grads, wrt, blockers=()):
 def _checked_input_grad(node, inp, g):
     """``g`` as the gradient of ``inp``: defined, of its rank, of its float dtype."""
     if isinstance(g, UndefinedGrad):
-        raise UndefinedGradientError(
+        raise g.error(
             f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
             f"the cost depends on it; the node was created at {format_trace(node.trace)}")
     g = as_tensor_variable(g)

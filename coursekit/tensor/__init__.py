@@ -33,6 +33,8 @@ from .more_ops import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arcc
                      trunc, unbroadcast)
 from .cumulative import cumprod, cumsum  # noqa: F401,E402
 from .var import get_vector_length  # noqa: F401,E402
+from ..scalar.dtypes import (all_dtypes, complex_dtypes, continuous_dtypes, discrete_dtypes,  # noqa: F401,E402
+                             float_dtypes, int_dtypes, integer_dtypes, uint_dtypes)  # Theano's T.float_dtypes ...
 
 _RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
           "tensor4": (False,) * 4, "tensor5": (False,) * 5, "row": (True, False), "col": (False, True)}
