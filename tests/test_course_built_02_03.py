@@ -18,11 +18,12 @@ import nbformat
 import numpy as np
 import pytest
 from answers import substitute
+from course_cells import imports_cell
 from judged_twice import run_judged_twice, solution_cell
 
 import degenerate
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV, decode
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV, decode
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {k: nbformat.read(next((ROOT / "solutions").glob(f"{k}_*.ipynb")), as_version=4) for k in ("02", "03")}
@@ -42,7 +43,7 @@ def run(monkeypatch, tmp_path):
         nb = copy.deepcopy(NOTEBOOKS[key])
         if answer is not None:
             substitute(nb, marker, answer)
-        cells = [("setup cell", nb.cells[1].source), (f"cell of {marker}", solution_cell(nb, marker))]
+        cells = [("setup cell", imports_cell(nb).source), (f"cell of {marker}", solution_cell(nb, marker))]
         run_judged_twice(cells, graded_id, GRADED[key][graded_id], tmp_path, NONCE, f"exercise{key}")
         return tmp_path
 
@@ -199,7 +200,7 @@ first, second = f(), f()
 return float(sum(costmodel.model(card).alloc_time(1, a.nbytes) for a, b in zip(first, second) if a is b))
 '''
 WHOLE_CALL = '''
-from coursekit.modelled import predict_call
+from coursekit.profiling.predict import predict_call
 return float(predict_call(f, model=costmodel.model(card)).device)
 '''
 
