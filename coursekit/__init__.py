@@ -57,7 +57,7 @@ _NAMES = {
 }
 _SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda",
                "debugmode", "course", "random", "scan_module", "graph", "scalar", "fgraph", "rop", "ifelse",
-               "costmodel", "work", "jacobian")
+               "costmodel", "work", "jacobian", "sparse")
 _STANDALONE = ("course", "cuda", "devices", "config")  # need no compiler loaded
 # Theano packages that only the ``import theano`` alias has: what a port that changed its imports writes instead
 _THEANO_ONLY = {

@@ -186,6 +186,8 @@ def _checked_input_grad(node, inp, g):
         raise g.error(
             f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
             f"the cost depends on it; the node was created at {format_trace(node.trace)}")
+    if isinstance(g, Variable) and not isinstance(g.type, TensorType):
+        return g  # a gradient of another type (a sparse matrix's, coursekit.sparse): its op made it to measure
     g = as_tensor_variable(g)
     if g.type.ndim != inp.type.ndim:
         raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
