@@ -35,8 +35,9 @@ README = ROOT.parent / "README.md"
 FACADE = "<coursekit>"  # ``coursekit/__init__.py``: it may name every layer (lazily), so nothing below imports it
 
 # Modules that only re-export another package under Theano's import path: their imports do not make
-# their own package depend on the other one (nothing in the package imports them).
-ALIAS_MODULES = {"tensor.shared_randomstreams"}
+# their own package depend on the other one (nothing in the package imports them).  Since Theano's
+# names moved into coursekit/theano (issue 37), there are none.
+ALIAS_MODULES = set()
 
 MAX_LOCAL_IMPORTS = 30
 LAZY = "loaded on first use: "
@@ -56,6 +57,7 @@ LOCAL_IMPORTS = {
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
     ("course.grading.kernel_cache", "cuda"): LAZY + "the grader loads the emulator only to build its shared cache",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
+    ("course.grading.grader", "course.grading.kernel_cache"): LAZY + "the emulator's compiler only when the shared kernel cache is built",
     ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
     ("cuda.emulator", "cuda.checked"): LAZY + "check='memory' only: the AddressSanitizer subprocess",
@@ -310,3 +312,15 @@ def test_the_course_and_the_cuda_emulator_load_no_compiler_module():
     cuda = _loaded_by("import coursekit.cuda")
     assert not {m for m in cuda if m.startswith(compiler)}, sorted(cuda)
     assert "coursekit.compile" in _loaded_by("import coursekit; coursekit.function")  # the facade still works
+
+
+def test_theano_compatibility_sits_on_top_and_nothing_in_the_library_imports_it():
+    """``coursekit/theano`` owns every module that exists only for Theano's import paths (issue 37): it may
+    import any layer, and no module outside it imports it (function-local imports included)."""
+    upward = [f"coursekit/{m.replace('.', '/')}:{line} imports coursekit.{t}" for m, t, line, local in _imports()
+              if _package(t) == "theano" and _package(m) != "theano"]
+    assert not upward, upward
+    alias_only = ["compat", "sandbox", "misc", "gradient_extras", "tensor/legacy", "tensor/shared_randomstreams",
+                  "tensor/signal/downsample"]
+    left = [p for p in alias_only if (ROOT / p).is_dir() or (ROOT / f"{p}.py").exists()]
+    assert not left, f"Theano-only modules outside coursekit/theano: {left}"

@@ -322,4 +322,4 @@ def batched_dot(a, b):
 
 # Theano's other extra_ops names, kept in their own modules
 from .cumulative import CumOp, cumprod, cumsum, to_one_hot  # noqa: E402,F401
-from .legacy import squeeze  # noqa: E402,F401
+from .more_ops import squeeze  # noqa: E402,F401

@@ -150,7 +150,7 @@ class _TensorMethods:
         return out
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
-    def nonzero(self, return_matrix=False): return _tensor.legacy.nonzero(self, return_matrix)
+    def nonzero(self, return_matrix=False): return _tensor.more_ops.nonzero(self, return_matrix)
 
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
 

@@ -57,6 +57,9 @@ def run_colab_table(args) -> int:
     root = _root_or_error("colab-table")
     if root is None:
         return 2
+    relinked = links.relink_notebooks(root, check=args.check)
+    for path in relinked:
+        print(f"{path.relative_to(root)}: Colab links {'out of date' if args.check else 'written'}")
     readme = root / "README.md"
     try:
         text = links.readme_with_table(readme.read_text(encoding="utf-8"), links.colab_table(root))
@@ -64,13 +67,16 @@ def run_colab_table(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        if text != readme.read_text(encoding="utf-8"):
-            print("README.md's Colab table is out of date: run `python -m coursekit colab-table`.", file=sys.stderr)
+        if text != readme.read_text(encoding="utf-8") or relinked:
+            print("the Colab table or links are out of date: run `python -m coursekit colab-table && python -m "
+                  "coursekit exercises`.", file=sys.stderr)
             return 1
-        print("README.md's Colab table is up to date.")
+        print("README.md's Colab table and the notebooks' Colab links are up to date.")
         return 0
     readme.write_text(text, encoding="utf-8")
     print(f"wrote the Colab table in {readme} (repository: {links.repository(root)})")
+    if relinked:
+        print("now run `python -m coursekit exercises` to carry the links into exercises/.")
     return 0
 
 

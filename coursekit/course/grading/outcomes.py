@@ -32,6 +32,11 @@ class NotebookRun:
     stderr: str = ""
     protection: str = ""                                      # what the run was protected by
     judged: set[int] = field(default_factory=set)             # graded cells judged outside the kernel
+    # with run_notebook(submission=...): where each graded cell is, the scrutiny warnings, and the
+    # student's reason when the submission could not be read (all from the run's child)
+    where: dict | None = None
+    warnings: list = field(default_factory=list)
+    unreadable: str | None = None
 
     def outcome(self, index: int) -> CellOutcome:
         """The cell's outcome; cells the run never reached get the run's ``default`` reason."""
