@@ -55,7 +55,6 @@ LOCAL_IMPORTS = {
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
-    ("course.grading.kernel_cache", "cuda"): LAZY + "the grader loads the emulator only to build its shared cache",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
     ("course.grading.grader", "course.grading.kernel_cache"): LAZY + "the emulator's compiler only when the shared kernel cache is built",
     ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
@@ -76,7 +75,7 @@ COMPUTED_IMPORTS = {
     "wiring": "a role's provider, named by the facade",
     "tensor": "T.nnet, T.signal ... loaded on first attribute access",
     "course": "the rooms' public names loaded on first use; old module paths resolved to their new homes",
-    "compat.root": "theano's top-level modules loaded on first attribute access",
+    "theano.root": "theano's top-level modules loaded on first attribute access",
     "theano.finder": "the import alias maps each theano.* name to its coursekit module",
     "devices.device": "CuPy's own cublas module (not coursekit code)",
 }

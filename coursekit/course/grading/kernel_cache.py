@@ -28,9 +28,10 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
+from ...cuda import compiler   # the emulator's compiler: the grader builds its runtime objects once
+
 ENV = "COURSEKIT_CUDA_SHARED_CACHE"
 _LOCK = threading.Lock()
-PACKAGE_DIR = Path(__file__).resolve().parents[2]      # .../coursekit
 
 
 def shared_root() -> Path:
@@ -58,16 +59,13 @@ def _compile_library() -> bool:
     is up to date are only checked. Where the package is not writable (a system install), nothing
     is written and runs compile as before.
     """
-    return compileall.compile_dir(str(PACKAGE_DIR), quiet=2, workers=1)
+    return compileall.compile_dir(str(compiler.PKG_DIR.parent), quiet=2, workers=1)
 
 
 @lru_cache(maxsize=1)
 def _prepare() -> Path | None:
     if shutil.which(os.environ.get("CXX", "g++")) is None:
         return None
-    # the emulator's compiler builds the runtime objects: loaded here, on the grader's first notebook, so
-    # that importing the grader (a --help, a regrade with nothing to run) does not load the emulator
-    from ...cuda import compiler
     base = shared_root()
     folder = base / "cuda"
     if folder.is_dir():
