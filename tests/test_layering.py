@@ -75,7 +75,7 @@ COMPUTED_IMPORTS = {
     "wiring": "a role's provider, named by the facade",
     "tensor": "T.nnet, T.signal ... loaded on first attribute access",
     "course": "the rooms' public names loaded on first use; old module paths resolved to their new homes",
-    "compat.root": "theano's top-level modules loaded on first attribute access",
+    "theano.root": "theano's top-level modules loaded on first attribute access",
     "theano.finder": "the import alias maps each theano.* name to its coursekit module",
     "devices.device": "CuPy's own cublas module (not coursekit code)",
 }
