@@ -57,7 +57,6 @@ LOCAL_IMPORTS = {
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
     ("course.grading.grader", "course.grading.kernel_cache"): LAZY + "the emulator's compiler only when the shared kernel cache is built",
-    ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
     ("cuda.emulator", "cuda.checked"): LAZY + "check='memory' only: the AddressSanitizer subprocess",
     ("devices", "devices.types"): LAZY + "a tensor type: coursekit.cuda uses devices without loading tensors",
