@@ -44,6 +44,7 @@ LOCAL_IMPORTS = {
     ("__main__", "devices"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "devices.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.mutation"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.execute", "course.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
