@@ -217,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     mu.add_argument("--solutions", default="solutions", help="source notebooks (default: solutions)")
     mu.add_argument("--task", action="append", help="cell id, NN or NN:cell-id (repeatable; default: all)")
     mu.add_argument("--limit", type=int, default=None, help="at most N mutants per task, spread evenly")
+    mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
     mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
     mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
     mu.set_defaults(func=_mutate)

@@ -119,13 +119,14 @@ def _worker(spec: dict, out: Path, folder: Path) -> None:
         pass        # the mutant it was on counts as killed (a grader's notebook limit), see run_task
 
 
-def run_task(task: GradedTask, limit: int | None = None, cell_timeout: float = 60) -> TaskResult:
-    """Grade the task's mutants (a sample of ``limit`` when given) in a worker process of its own.
+def run_task(task: GradedTask, limit: int | None = None, cell_timeout: float = 60, match: str | None = None) -> TaskResult:
+    """Grade the task's mutants (those whose description holds ``match``; a sample of ``limit`` when
+    given) in a worker process of its own.
 
     A mutant during which the worker dies (a fault that takes the process down, as it would take a
     student's Jupyter kernel down) is killed; the worker is started again for the mutants after it.
     """
-    mutants = sample(make_mutants(task), limit)
+    mutants = sample([m for m in make_mutants(task) if match is None or match in m[1].what], limit)
     result = TaskResult(task, mutants=len(mutants))
     with tempfile.TemporaryDirectory(prefix="coursekit-mutate-") as tmp:
         folder, out = Path(tmp), Path(tmp) / "out.jsonl"

@@ -76,7 +76,7 @@ def run(args) -> int:
         return 2
     start, results = time.perf_counter(), []
     for task in tasks:
-        result = run_task(task, limit=args.limit, cell_timeout=args.cell_timeout)
+        result = run_task(task, limit=args.limit, cell_timeout=args.cell_timeout, match=args.match)
         results.append(result)
         print(f"{task.notebook.name[:2]} {task.cell_id}: {result.killed}/{result.judged} killed "
               f"({_rate(result)}), {result.equivalent} equivalent, baseline {result.baseline[:60]}", flush=True)
