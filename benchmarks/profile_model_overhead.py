@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
 from coursekit import profiling  # noqa: E402
-from coursekit.devices import costmodel  # noqa: E402
+from coursekit import costmodel  # noqa: E402
 
 
 def workloads():
@@ -83,7 +83,7 @@ def calls_loop(fn, args, calls):
 
 
 def report_with_cold_cache(fn):
-    costmodel._MODELS.clear()  # a fresh CostModel: every node priced again
+    costmodel.pricing._MODELS.clear()  # a fresh CostModel: every node priced again
     fn.profile.summary(file="str")
 
 

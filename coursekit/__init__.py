@@ -29,12 +29,11 @@ __version__ = "0.1.0"
 for _role, _target in {
     "compile_function": "compile.function:function",            # Variable.eval()
     "compute_test_values": "test_value:compute_test_values",    # Op.__call__ with compute_test_value on
-    "gpu_presets": "devices.presets:available",                 # config.gpu_model's valid names
+    "gpu_presets": "costmodel.presets:available",               # config.gpu_model's valid names
     "is_device_array": "devices.simarray:is_device_array",      # TensorType.filter's error on device values
     "gpu_from_host": "devices.transfer:gpu_from_host",          # x.transfer('gpu')
     "host_from_gpu": "devices.transfer:host_from_gpu",          # x.transfer('cpu')
     "profile_view": "printing.profile_view",           # ProfileStats.summary/_repr_html_/plot
-    "modelled": "modelled",                                     # a profile's modelled column
     "function_html": "printing:function_html",                  # a compiled function in Jupyter
     "debugprint": "printing:debugprint",                        # exception_verbosity='high'
     "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
@@ -58,7 +57,7 @@ _NAMES = {
 }
 _SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda", "sandbox",
                "debugmode", "course", "random", "scan_module", "graph", "scalar", "fgraph", "rop", "ifelse",
-               "modelled", "work", "misc")
+               "costmodel", "work", "misc")
 _STANDALONE = ("course", "cuda", "devices", "config", "misc")  # need no compiler loaded
 
 

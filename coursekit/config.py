@@ -73,8 +73,8 @@ _MODE_ALIASES = {"DEBUG_MODE": "DebugMode", "debug": "DebugMode"}
 
 
 def _gpu_model(name, value):
-    """A built-in GPU preset or a calibrated one (see coursekit.devices.presets)."""
-    available = wiring.get("gpu_presets")()  # the preset list lives with the devices, far above config
+    """A built-in GPU preset or a calibrated one (see coursekit.costmodel.presets)."""
+    available = wiring.get("gpu_presets")()  # the preset list lives in costmodel, far above config
     value = str(value).strip().lower()
     if value not in available:
         raise ValueError(f"coursekit.config.gpu_model={value!r} is not valid; choose one of "

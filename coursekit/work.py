@@ -6,7 +6,7 @@ An op says how much *work* one application does with a ``work`` method::
 
 ``shapes`` and ``dtypes`` are those of ``node.inputs`` at run time (the op
 knows its own output shapes from them).  The cost model of a GPU
-(:mod:`coursekit.devices.costmodel`) turns a :class:`Work` into seconds;
+(:mod:`coursekit.costmodel`) turns a :class:`Work` into seconds;
 nothing here knows about any particular GPU, so the counts can be checked
 by hand and tested exactly.
 

@@ -1,4 +1,4 @@
-"""The asynchronous simulated GPU (coursekit.devices.asyncsim): queued launches, synchronize(), streams.
+"""The asynchronous simulated GPU (coursekit.costmodel.timeline): queued launches, synchronize(), streams.
 
 Everything here reads the model's virtual clock, never the wall clock, so the figures are exact and the
 same under any machine load; the assertions compare them with the cost model's own arithmetic.
@@ -11,8 +11,8 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit import devices
-from coursekit.devices import costmodel
-from coursekit.devices.asyncsim import Timeline
+from coursekit import costmodel
+from coursekit.costmodel.timeline import Timeline
 
 N = 2 ** 21  # 8 MiB of float32: a kernel long enough to outlast its launch
 

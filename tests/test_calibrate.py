@@ -10,7 +10,8 @@ import pytest
 
 import coursekit as theano
 from coursekit.__main__ import main
-from coursekit.devices import calibrate, costmodel, presets
+from coursekit import costmodel
+from coursekit.costmodel import calibrate, presets
 
 MiB = 2 ** 20
 

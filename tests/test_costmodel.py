@@ -18,8 +18,10 @@ from hypothesis import strategies as st
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit import modelled, work
-from coursekit.devices import costmodel, presets
+from coursekit import work
+from coursekit.profiling import modelled as profile_model, predict
+from coursekit import costmodel
+from coursekit.costmodel import presets
 from coursekit.tensor.math import elemwise_op
 
 VLEN = 10 * 30 * 768  # the tutorial's vector: 230,400 float32
@@ -57,7 +59,7 @@ def priced_at(fn, args, n, model):
     cost seconds of NumPy per test; every matrix of these graphs is n x n, scalars are scalars.)"""
     fn(*args)
     info = [[((n, n) if v.type.ndim == 2 else (), v.type.dtype) for v in node.inputs] for node in fn.nodes]
-    return modelled.price_nodes(fn.nodes, info, fn, model)
+    return costmodel.price_nodes(fn.nodes, info, fn, model)
 
 
 # ------------------------------------------------------------------------------- work declarations
@@ -189,7 +191,7 @@ def test_node_costs_are_cached_per_shape_signature(sim):
 # -------------------------------------------------------------------------- the seeds' configurations
 def test_tutorial_exp_benchmark_on_a_gtx580_ranks_as_the_tutorial_measured(sim):
     gtx580 = costmodel.CostModel("gtx580")
-    calls = {name: modelled.predict_call(f, model=gtx580) for name, f in exp_variants().items()}
+    calls = {name: predict.predict_call(f, model=gtx580) for name, f in exp_variants().items()}
     device = {name: c.device for name, c in calls.items()}
     # hand arithmetic: launch + kernel (see above) + cudaMalloc (no pool), + the pageable copy back,
     # which waits for the kernel: one synchronisation (5 µs on the GTX 580)
@@ -231,7 +233,7 @@ def test_matpalm_three_variants_rank_and_transfer_share_as_he_measured(sim):
 def test_predict_scaled_prices_the_seed_size_after_a_small_run(sim):
     gtx580 = costmodel.CostModel("gtx580")
     for name, (fn, args) in matpalm_variants(8).items():
-        scaled = modelled.predict_scaled(fn, *args, sizes={8: 1000}, model=gtx580)
+        scaled = predict.predict_scaled(fn, *args, sizes={8: 1000}, model=gtx580)
         assert scaled.host is None
         assert scaled.device == pytest.approx(priced_at(fn, args, 1000, gtx580).device), name
 
@@ -245,7 +247,7 @@ def test_lesson_sizes_show_the_lessons_effects_on_the_default_card(sim):
     transfer = sum(cost.total for node, cost in calls["inputs each call"].rows
                    if getattr(node.op, "is_transfer", False))
     assert transfer / t["inputs each call"] > 0.5  # transfers dominate
-    exp_calls = {name: modelled.predict_call(f, model=model).device for name, f in exp_variants().items()}
+    exp_calls = {name: predict.predict_call(f, model=model).device for name, f in exp_variants().items()}
     assert exp_calls["copy back"] > exp_calls["device handle"] >= exp_calls["borrow=True"]
 
 
@@ -269,7 +271,7 @@ def test_coursekit_flags_gpu_model(tmp_path):
 
 
 def test_modelled_figures_in_profiles_and_timings_are_labelled(sim):
-    from coursekit.course.lesson import comparison, time_call
+    from coursekit.lessons import comparison, time_call
 
     f = exp_variants()["copy back"]
     timing = time_call(f, repeat=2, number=3)
@@ -294,7 +296,7 @@ def test_modelled_figures_in_profiles_and_timings_are_labelled(sim):
     assert rows["GpuElemwise"]["modelled"] == pytest.approx(
         costmodel.model().node_cost(node_of(g, lambda n: "Elemwise" in str(n.op)), [(1000,)], ["float32"]).total)
     assert label in p._repr_html_()
-    assert math.isfinite(modelled.model_profile(p)[0][1].total)
+    assert math.isfinite(profile_model.model_profile(p)[0][1].total)
 
 
 def test_cpu_only_profiles_have_no_modelled_column():
@@ -361,8 +363,8 @@ def test_logistic_regression_data_on_the_device_saves_the_copies_and_leaves_laun
     model = costmodel.model()
     written, args = logistic_regression_step(on_device=False)
     resident, _ = logistic_regression_step(on_device=True)
-    as_written = modelled.predict_call(written, *args, model=model, calls=2)
-    on_device = modelled.predict_call(resident, model=model, calls=2)
+    as_written = predict.predict_call(written, *args, model=model, calls=2)
+    on_device = predict.predict_call(resident, model=model, calls=2)
     assert as_written.transfer_bytes >= 400 * 784 * 4 > on_device.transfer_bytes
     assert as_written.device > on_device.device
     # what is left is many small kernels: at N = 400 they take far longer than their bytes need at full
@@ -417,8 +419,8 @@ def test_more_work_never_takes_less_time(key, n, k, pool):
 
 def test_predict_calls_prices_one_trace_for_every_card(sim):
     f = exp_variants()["copy back"]
-    calls = modelled.predict_calls(f, models=("gtx580", "t4", "h100"))
+    calls = predict.predict_calls(f, models=("gtx580", "t4", "h100"))
     assert len({c.host for c in calls.values()}) == 1            # one measurement shared by the columns
     for name, call in calls.items():
-        alone = modelled.predict_call(f, model=costmodel.model(name))
+        alone = predict.predict_call(f, model=costmodel.model(name))
         assert call.device == pytest.approx(alone.device) and call.label == alone.label

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from coursekit import cuda
-from coursekit.devices import costmodel
+from coursekit import costmodel
 
 SOURCE = r'''
 __global__ void gather(float *dst, const float *src, int n, int stride)

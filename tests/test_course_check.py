@@ -13,12 +13,12 @@ import pickle
 import numpy as np
 import pytest
 
-from coursekit.course import check
-from coursekit.course.check import NotReported, decode, encode, graded_check, read_report
-from coursekit.course.judge import judge_cells
+from coursekit.course.student import check
+from coursekit.course.student.check import NotReported, decode, encode, graded_check, read_report
+from coursekit.course.grading.judge import judge_cells
 
 CELL = '''import numpy as np
-from coursekit.course.check import graded_check
+from coursekit.course.student.check import graded_check
 
 
 def inputs(rng, small):
@@ -130,7 +130,7 @@ def test_the_judge_uses_the_runs_seed_and_the_reported_observations(tmp_path, mo
 
 def test_the_judges_comparisons_check_shape_and_dtype_before_values():
     # issue 39: np.allclose broadcasts, so an empty (0, 1) observation "matched" any answer
-    from coursekit.course.check import close, close_each, equal
+    from coursekit.course.student.check import close, close_each, equal
 
     want = np.array([1.0, 2.0, 3.0])
     assert np.allclose(np.zeros((0, 1)), want)                  # the hole the helpers close

@@ -11,8 +11,9 @@ import pytest  # noqa: E402
 
 import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
-from coursekit import modelled  # noqa: E402
-from coursekit.devices import costmodel, presets  # noqa: E402
+from coursekit.profiling import predict  # noqa: E402
+from coursekit import costmodel  # noqa: E402
+from coursekit.costmodel import presets  # noqa: E402
 from coursekit.printing import gpu_plots  # noqa: E402
 
 
@@ -22,7 +23,7 @@ def call():
         m = theano.shared(np.ones((64, 64), "float32"))
         x = T.fmatrix("x")
         f = theano.function([x], [T.dot(m, x), T.exp(x)])
-        return modelled.predict_call(f, np.ones((64, 64), "float32"), model=costmodel.CostModel("t4"))
+        return predict.predict_call(f, np.ones((64, 64), "float32"), model=costmodel.CostModel("t4"))
 
 
 def test_roof_is_bandwidth_bound_left_of_the_ridge_and_flat_right_of_it():

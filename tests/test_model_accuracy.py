@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from coursekit.devices import presets
-from coursekit.modelled import LARGE_COPY
+from coursekit.costmodel import presets
+from coursekit.costmodel import LARGE_COPY
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, os.pardir, "benchmarks", "model_accuracy.py")

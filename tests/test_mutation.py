@@ -12,8 +12,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit.course import mutation
-from coursekit.course.mutation import operators
+from coursekit.course.authoring import mutation
+from coursekit.course.authoring.mutation import operators
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +25,7 @@ SOLUTION = '''def scale(x, k):
 '''
 
 GRADED = '''import numpy as np
-from coursekit.course.check import graded_check
+from coursekit.course.student.check import graded_check
 
 
 def inputs(rng, small):

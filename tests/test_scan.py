@@ -236,7 +236,7 @@ def test_a_pushed_out_product_that_fails_names_the_step_functions_line():
 
 def test_the_cost_model_prices_a_loop_per_step():
     """A Scan's work is one step's work (its inner ops) times the steps the last run made."""
-    from coursekit.devices import costmodel
+    from coursekit import costmodel
     from coursekit.work import work_of
 
     h = 8

@@ -194,7 +194,7 @@ class SimDevice(GPUDevice):
     array_type = SimArray
     wraps_arrays = True
     fast_input_type = SimArray
-    timeline = None  # an asynchronous timeline (devices.asyncsim.Timeline.attached) that synchronize() waits on
+    timeline = None  # an asynchronous timeline (costmodel.timeline.Timeline.attached) that synchronize() waits on
 
     def synchronize(self):
         """Nothing is queued on the simulated GPU itself; an attached modelled timeline is synchronised."""

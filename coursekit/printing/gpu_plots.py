@@ -1,6 +1,6 @@
 """Pictures of the modelled GPU: a roofline with the presets' roofs, and a timeline of one call.
 
-Both draw *modelled* figures (see :mod:`coursekit.devices.costmodel`) and say so in their titles.
+Both draw *modelled* figures (see :mod:`coursekit.costmodel`) and say so in their titles.
 
 * :func:`plot_roofline`: FLOP/s against arithmetic intensity (FLOPs per byte of device memory
   traffic).  Each preset's roof is ``min(peak, intensity x bandwidth)``; each op of a modelled call is
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..devices import costmodel, presets
+from .. import costmodel
+from ..costmodel import presets
 
 PART_COLOURS = {"alloc": "#8d6e63", "launch": "#9e9e9e", "kernel": "#4527a0", "transfer": "#c62828",
                 "sync": "#f9a825"}
 
 
 def roofline_points(call):
-    """``[{name, intensity, flops_per_s, bound}]`` for the kernels of a :class:`~coursekit.modelled.ModelledCall`."""
+    """``[{name, intensity, flops_per_s, bound}]`` for the kernels of a :class:`~coursekit.costmodel.ModelledCall`."""
     points = []
     for node, cost in call.rows:
         seconds = cost.launch + cost.kernel

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..devices.costmodel import model_for
+from ..costmodel import model_for
 from ..profiling import KIND_NAMES, KINDS, format_time
 from .style import STYLES
 

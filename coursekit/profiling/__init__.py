@@ -40,18 +40,9 @@ import weakref
 
 from .. import wiring
 from ..config import config
-from ..devices.costmodel import model_for
+from ..costmodel import format_time, model_for  # noqa: F401 (format_time: importers read it here)
+from . import modelled as _modelled
 from .records import KIND_NAMES, KINDS, _FunctionRecord, op_kind  # noqa: F401 (op_kind: importers read it here)
-
-def format_time(seconds):
-    """3 significant digits in s, ms or µs (students read these, not parsers)."""
-    if seconds == 0:
-        return "0 s"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if abs(seconds) >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
 
 def format_bytes(n):
     for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
@@ -190,15 +181,15 @@ class ProfileStats:
     def modelled_times(self, model=None):
         """{(id(record), node index): modelled seconds over the timed calls}, for GPU and transfer ops.
 
-        Computed when asked (a report), never during a profiled call; see coursekit.modelled.
+        Computed when asked (a report), never during a profiled call; see coursekit.profiling.modelled.
         """
         if not self.has_device_ops:
             return {}
-        return wiring.get("modelled").modelled_apply_times(self, model)
+        return _modelled.modelled_apply_times(self, model)
 
     def modelled_line(self, model=None):
         """The CPU/GPU/transfer line with GPU and transfer ops *modelled* on ``config.gpu_model``."""
-        return wiring.get("modelled").modelled_device_line(self, model)
+        return _modelled.modelled_device_line(self, model)
 
     def notes(self):
         """Sentences every view prints: the device, the warm-up rule, the simulation caveat."""
