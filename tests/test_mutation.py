@@ -107,3 +107,12 @@ def test_a_real_task_on_a_sample_of_its_mutants():
     result = mutation.run_task(task, limit=6, cell_timeout=60)
     assert result.baseline == "passed" and result.mutants == 6
     assert result.kill_rate is not None and result.kill_rate >= 0.9, result.survivors
+
+
+@pytest.mark.slow
+def test_a_kernel_task_kills_its_barrier_and_guard_mutants():
+    # CUDA C mutants through the token mutator, graded on the emulator by exercise 11's own cell
+    (task,) = mutation.all_tasks(ROOT / "solutions", {"11:scan-blocks"})
+    result = mutation.run_task(task, limit=3, cell_timeout=60, match="__syncthreads")
+    assert result.baseline == "passed" and result.mutants == 3
+    assert result.killed == 3, result.survivors

@@ -55,11 +55,11 @@ def _git_hash() -> str:
         return "unknown"
 
 
-def document(results: list[TaskResult], limit, seconds: float) -> str:
+def document(results: list[TaskResult], limit, seconds: float, commit: str) -> str:
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     return "\n\n".join([
         "# Judges tested by mutation",
-        f"`python -m coursekit mutate{f' --limit {limit}' if limit else ''}` at git {_git_hash()}, {when}, on "
+        f"`python -m coursekit mutate{f' --limit {limit}' if limit else ''}` at git {commit}, {when}, on "
         f"{platform.machine()} {platform.system()} (python {platform.python_version()}), "
         f"{seconds / 60:.1f} minutes. CUDA C ran on the CPU emulator (no GPU).",
         "Killed: the graded cell scored 0 under the grader's settings. Equivalent: the mutant's observations "
@@ -74,13 +74,13 @@ def run(args) -> int:
     if not tasks:
         print(f"error: no graded task with a solution region in {args.solutions}/ matches {args.task}", file=sys.stderr)
         return 2
-    start, results = time.perf_counter(), []
+    start, results, commit = time.perf_counter(), [], _git_hash()      # the code the run grades
     for task in tasks:
         result = run_task(task, limit=args.limit, cell_timeout=args.cell_timeout, match=args.match)
         results.append(result)
         print(f"{task.notebook.name[:2]} {task.cell_id}: {result.killed}/{result.judged} killed "
               f"({_rate(result)}), {result.equivalent} equivalent, baseline {result.baseline[:60]}", flush=True)
-    text = document(results, args.limit, time.perf_counter() - start)
+    text = document(results, args.limit, time.perf_counter() - start, commit)
     if args.out:
         Path(args.out).write_text(text + "\n")
     print(table(results))
