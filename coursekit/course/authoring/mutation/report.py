@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import subprocess
 import sys
@@ -60,7 +61,8 @@ def document(results: list[TaskResult], limit, seconds: float, commit: str) -> s
     return "\n\n".join([
         "# Judges tested by mutation",
         f"`python -m coursekit mutate{f' --limit {limit}' if limit else ''}` at git {commit}, {when}, on "
-        f"{platform.machine()} {platform.system()} (python {platform.python_version()}), "
+        f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at "
+        f"the end (python {platform.python_version()}), "
         f"{seconds / 60:.1f} minutes. CUDA C ran on the CPU emulator (no GPU).",
         "Killed: the graded cell scored 0 under the grader's settings. Equivalent: the mutant's observations "
         "equal the solution's (values, shapes, dtypes) on every input the judge drew, so no judge could tell "
