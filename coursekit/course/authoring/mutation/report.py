@@ -82,9 +82,10 @@ def run(args) -> int:
         results.append(result)
         print(f"{task.notebook.name[:2]} {task.cell_id}: {result.killed}/{result.judged} killed "
               f"({_rate(result)}), {result.equivalent} equivalent, baseline {result.baseline[:60]}", flush=True)
-    text = document(results, args.limit, time.perf_counter() - start, commit)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+        if args.out:        # after every task, so that a run stopped early keeps what it measured
+            done = f" ({len(results)} of {len(tasks)} tasks so far)" if len(results) < len(tasks) else ""
+            text = document(results, args.limit, time.perf_counter() - start, commit + done)
+            Path(args.out).write_text(text + "\n")
     print(table(results))
     low = below_target(results)
     if low:
