@@ -245,8 +245,10 @@ def main():
                                 within_30=bool(0.7 <= ratio <= 1.3), launches=t.modelled.launches,
                                 transfers=t.modelled.transfers))
             print(f"{name}: {t.best * 1e6:.1f} µs measured, {t.modelled.total * 1e6:.1f} µs modelled", flush=True)
-    real = args.device.startswith("cuda")
-    lines = [f"Measured ({'real GPU' if real else 'SIMULATED GPU: CPU times, ratios meaningless'}) vs "
+    standin = getattr(theano.devices.cupy_status()[0], "STANDIN", False)   # the dry run's CuPy stand-in
+    real = args.device.startswith("cuda") and not standin
+    what = "real GPU" if real else ("CuPy STAND-IN: CPU times" if standin else "SIMULATED GPU: CPU times")
+    lines = [f"Measured ({what}{'' if real else ', ratios meaningless'}) vs "
              f"{model.label}, BLAS on 1 thread", "",
              "| row | measured | modelled (device + measured host) | modelled / measured | within ±30% |",
              "|---|---|---|---|---|"]
@@ -259,8 +261,8 @@ def main():
     if not args.no_save:
         stamp = datetime.date.today().isoformat()
         base = os.path.join(args.out or RESULTS, f"{stamp}-model-accuracy-{args.device.replace(':', '')}"
-                            + ("-many-launch" if args.many_launch else ""))
-        meta = dict(date=stamp, machine=platform.processor() or platform.machine(), device=args.device,
+                            + ("-many-launch" if args.many_launch else "") + ("-standin" if standin else ""))
+        meta = dict(date=stamp, machine=platform.processor() or platform.machine(), device=args.device, standin=standin,
                     gpu_model=model.spec.key, measured_preset=model.spec.measured, rows=results)
         with open(base + ".json", "w") as fh:
             json.dump(meta, fh, indent=2)
