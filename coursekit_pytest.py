@@ -2,7 +2,7 @@
 
 ``python -m pytest --nbval-lax --coursekit-reference exercises/ submissions/alice/`` checks each
 student notebook the way ``python -m coursekit grade`` grades it; the work is done by
-:mod:`coursekit.course.pytest_plugin`.
+:mod:`coursekit.course.grading.pytest_plugin`.
 
 pytest imports every installed plugin at start-up, in every run of every project in the
 environment. So this module lives outside the ``coursekit`` package and imports nothing but pytest:
@@ -33,5 +33,5 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     if config.getoption("coursekit_reference") is None:
         return
-    plugin = importlib.import_module("coursekit.course.pytest_plugin")
+    plugin = importlib.import_module("coursekit.course.grading.pytest_plugin")
     config.pluginmanager.register(plugin.ReferenceCheck(config), "coursekit-reference-check")

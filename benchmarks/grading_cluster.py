@@ -48,7 +48,7 @@ ROW_NORMS = 4                   # the fixture cell that defines row_norms
 
 
 def local_cluster(workers: int):
-    from coursekit.course.cluster import local_cluster as start
+    from coursekit.course.grading.cluster import local_cluster as start
 
     return start(workers)
 
@@ -59,7 +59,7 @@ def warm_up(address: str) -> None:
     import distributed
 
     def load_grader():
-        from coursekit.course import grader, kernel_cache
+        from coursekit.course.grading import grader, kernel_cache
 
         kernel_cache.grading_env()
         return grader.__name__
@@ -137,7 +137,7 @@ EXPECTED = {"correct": 6, "partly": 3, "unfinished": 0, "missing": 0}
 
 
 def generate_class(root: Path, students: int, per_student: int):
-    from coursekit.course.exercises import make_exercise
+    from coursekit.course.authoring.exercises import make_exercise
 
     solution = nbformat.read(FIXTURE, as_version=4)
     partly = nbformat.read(FIXTURE, as_version=4)
@@ -164,7 +164,7 @@ def generate_class(root: Path, students: int, per_student: int):
 def big_class(args) -> tuple[dict, list[str]]:
     import distributed
 
-    from coursekit.course.grader import grade
+    from coursekit.course.grading.grader import grade
 
     with tempfile.TemporaryDirectory(prefix="grading-class-") as tmp:
         submissions, reference, expected = generate_class(Path(tmp), args.students, args.per_student)

@@ -78,8 +78,8 @@ def grade(submissions: Path, reference: Path, out: Path, jobs: int, isolation: b
 
 PER_NOTEBOOK = r"""
 import json, sys, time
-from coursekit.course.grader import grade_notebook, load_reference
-from coursekit.course.runner import protection
+from coursekit.course.grading.grader import grade_notebook, load_reference
+from coursekit.course.grading.runner import protection
 rows = []
 for solution, exercise in json.loads(sys.argv[1]):
     start = time.perf_counter()

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 
 import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
-from coursekit.course.lesson import time_call  # noqa: E402
+from coursekit.lessons import time_call  # noqa: E402
 from coursekit import costmodel  # noqa: E402
 from coursekit.costmodel import LARGE_COPY  # noqa: E402
 from coursekit.profiling.predict import predict_call  # noqa: E402

@@ -28,7 +28,7 @@ def usable_cores() -> int:
 
 
 def _exercises(args) -> int:
-    from coursekit.course.exercises import ExerciseError, generate
+    from coursekit.course.authoring.exercises import ExerciseError, generate
 
     solutions = Path(args.solutions)
     if not solutions.is_dir():
@@ -40,7 +40,7 @@ def _exercises(args) -> int:
     except ExerciseError as exc:
         print(f"error: cannot generate exercises; fix these in {solutions}/:\n{exc}", file=sys.stderr)
         return 2
-    from coursekit.course.exercises import exercise_name
+    from coursekit.course.authoring.exercises import exercise_name
 
     sources = {exercise_name(p.name): p for p in solutions.glob("*.ipynb")}
     orphans = [p for p in stale if p.parent != solutions and p.name not in sources]
@@ -69,19 +69,26 @@ def _exercises(args) -> int:
 
 
 def _grade(args) -> int:
-    from coursekit.course import cluster, export, regrade
-    from coursekit.course.grader import grade
-    from coursekit.course.report import number, write_reports
-    from coursekit.course.sandbox import detect
+    from coursekit.course.grading import cluster, export, regrade, roundtrip
+    from coursekit.course.grading.grader import grade
+    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.sandbox import detect
 
     try:
+        reused = roundtrip.apply_scope(args)
         formats = export.parse_formats(args.export)
+        lms = roundtrip.prepare(args, formats)
         previous = regrade.read_previous(args.regrade or args.out) if args.regrade is not None else None
+        if reused:
+            print(f"regrade: reusing the last run's scope ({regrade.scope_path(args.regrade or args.out)}): "
+                  f"{', '.join(reused)}; pass an option again to change it (--assignment all: every exercise)")
         scores, warnings = grade(
             args.submissions, args.reference, cell_timeout=args.cell_timeout,
             notebook_timeout=args.notebook_timeout, jobs=args.jobs, executed_dir=args.executed,
             progress=not args.no_progress, assignment=args.assignment, cluster=args.cluster, previous=previous,
+            source=args.source,
         )
+        warnings += roundtrip.report(lms, scores, args.submissions, formats)
     except (FileNotFoundError, ValueError, cluster.ClusterError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -95,7 +102,9 @@ def _grade(args) -> int:
     for line in guard.describe():
         print(f"  {line}", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned)
+    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+                                      lms.names if lms else None)
+    roundtrip.save(args)
     students = len({s.student for s in scores})
     got, out_of = sum(s.points for s in scores), sum(s.max_points for s in scores)
     if assigned:
@@ -103,11 +112,17 @@ def _grade(args) -> int:
     print(f"graded {students} students: {number(got)}/{number(out_of)} points in all.")
     print(f"wrote {csv_path} and {md_path}")
     if previous is not None:
-        diff_csv, diff_md, changes = regrade.write_diff(previous, scores, csv_path, *_regrade_counts(previous, scores))
-        print(f"regrade: {len({c.student for c in changes})} students' points changed; wrote {diff_csv} and {diff_md}")
-    for path in export.write_exports(scores, csv_path, formats, assigned, regrade.grader_version()):
+        counts = _regrade_counts(previous, scores) + (regrade.grader_failed(previous, _keys(scores)),)
+        diff_csv, diff_md, changes = regrade.write_diff(previous, scores, csv_path, *counts)
+        print(f"regrade: {len({c.student for c in changes})} students' points changed; {counts[2]} notebooks "
+              f"re-run because the grader had failed them; wrote {diff_csv} and {diff_md}")
+    for path in export.write_exports(scores, csv_path, formats, assigned, regrade.grader_version(), lms):
         print(f"wrote {path}")
     return 0
+
+
+def _keys(scores) -> set:
+    return {(s.student, s.notebook) for s in scores}
 
 
 def _regrade_counts(previous, scores) -> tuple[int, int]:
@@ -176,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     gr.add_argument("submissions", help="folder of submissions")
     gr.add_argument("--out", default="grades.csv", help="CSV to write; the Markdown summary goes next to it "
                                                         "(default: grades.csv)")
-    gr.add_argument("--reference", default="exercises", help="reference notebooks (default: exercises)")
+    gr.add_argument("--reference", help="reference notebooks (default: exercises)")
     gr.add_argument("--cell-timeout", type=int, default=60, help="seconds per cell (default: 60)")
     gr.add_argument("--notebook-timeout", type=int, default=600, help="seconds per notebook (default: 600)")
     gr.add_argument("--jobs", type=int, default=usable_cores(),
@@ -189,7 +204,18 @@ def build_parser() -> argparse.ArgumentParser:
                                                          "json (comma-separated)")
     gr.add_argument("--regrade", nargs="?", const="", metavar="PREVIOUS_CSV",
                     help="re-run only notebooks whose submission or judges changed since PREVIOUS_CSV (default: "
-                         "the --out file) and write <out>-regrade.csv/.md with the students whose points changed")
+                         "the --out file), and those the grader failed; reuse its scope (--assignment, --from, "
+                         "--roster ...) unless given; write <out>-regrade-N.csv/.md (numbered, never overwritten)")
+    gr.add_argument("--from", dest="source", choices=["canvas", "moodle"],
+                    help="SUBMISSIONS is an LMS's download as it comes: Canvas's flat files or Moodle's folders; "
+                         "students are keyed by the LMS's user id")
+    gr.add_argument("--roster", metavar="FILE", help="the LMS's gradebook file (Canvas: the gradebook export; "
+                                                     "Moodle: the grading worksheet): names, ids and the columns "
+                                                     "the export fills")
+    gr.add_argument("--missing", choices=["blank", "zero"], help="export cell of a roster student who handed in "
+                                                                  "nothing (default: blank, and the summary says so)")
+    gr.add_argument("--lms-column", action="append", metavar="NN=COLUMN",
+                    help="the Canvas gradebook column of an exercise, e.g. 05=\"Lab 5 (12345)\" (repeatable)")
     gr.add_argument("--cluster", metavar="ADDRESS", help="run on a Dask scheduler (tcp://host:8786 or a scheduler "
                                                           "file) instead of --jobs local runs")
     gr.set_defaults(func=_grade)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import textwrap
 
-from coursekit.course.exercises import BEGIN_RE, END_RE
+from coursekit.course.authoring.exercises import BEGIN_RE, END_RE
 
 
 def substitute(nb, anchor: str, code: str):

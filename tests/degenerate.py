@@ -1,7 +1,7 @@
 """Replay a graded cell's judge on observations that hold no answer (issue 22: "judges judge answers").
 
 A run of the reference solution leaves each judged cell's real observations (``<cell id>.npz``, see
-:func:`coursekit.course.runner.run_notebook`'s ``reports_path``). :func:`variants` turns them into
+:func:`coursekit.course.grading.runner.run_notebook`'s ``reports_path``). :func:`variants` turns them into
 observations a student could report without solving anything — nothing at all, empty containers,
 every number 0 or 1, the right shapes full of noise, NaN everywhere, the inputs echoed back — and
 :func:`verdict` runs the cell's *reference* judge on them exactly as the grader does (the inputs
@@ -15,7 +15,7 @@ import io
 
 import numpy as np
 
-from coursekit.course import check
+from coursekit.course.student import check
 
 KINDS = ("missing", "empty", "zeros", "ones", "shape_only", "nan", "echo")
 

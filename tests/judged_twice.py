@@ -3,7 +3,7 @@
 The exercise answer tests (``tests/test_course_lesson*_answers.py``) put plausible wrong answers, and
 correct ones written differently from the solution, in front of a solution's graded cell. A grading
 run judges a cell twice: the cell itself in the student's kernel (what the student sees in JupyterLab)
-and the grader's judge (:func:`coursekit.course.judge.judge_cells`), which runs the cell's source
+and the grader's judge (:func:`coursekit.course.grading.judge.judge_cells`), which runs the cell's source
 again in a namespace holding nothing of the notebook, on the observations the probe wrote to the run's
 report folder. The two verdicts must agree; this module checks that they do.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from coursekit import config
-from coursekit.course.judge import judge_cells
+from coursekit.course.grading.judge import judge_cells
 
 
 def solution_cell(notebook, marker):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import nbformat
 
-from coursekit.course.graded import graded_cells
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "teaching.md").read_text()

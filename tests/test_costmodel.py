@@ -271,7 +271,7 @@ def test_coursekit_flags_gpu_model(tmp_path):
 
 
 def test_modelled_figures_in_profiles_and_timings_are_labelled(sim):
-    from coursekit.course.lesson import comparison, time_call
+    from coursekit.lessons import comparison, time_call
 
     f = exp_variants()["copy back"]
     timing = time_call(f, repeat=2, number=3)

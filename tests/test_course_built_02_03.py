@@ -21,8 +21,8 @@ from answers import substitute
 from judged_twice import run_judged_twice, solution_cell
 
 import degenerate
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV, decode
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV, decode
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = {k: nbformat.read(next((ROOT / "solutions").glob(f"{k}_*.ipynb")), as_version=4) for k in ("02", "03")}

@@ -18,8 +18,8 @@ import pytest
 from answers import substitute
 from judged_twice import run_judged_twice, solution_cell
 
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.graded import graded_cells
 from coursekit.rewriting import registered, remove_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,12 +13,12 @@ import pickle
 import numpy as np
 import pytest
 
-from coursekit.course import check
-from coursekit.course.check import NotReported, decode, encode, graded_check, read_report
-from coursekit.course.judge import judge_cells
+from coursekit.course.student import check
+from coursekit.course.student.check import NotReported, decode, encode, graded_check, read_report
+from coursekit.course.grading.judge import judge_cells
 
 CELL = '''import numpy as np
-from coursekit.course.check import graded_check
+from coursekit.course.student.check import graded_check
 
 
 def inputs(rng, small):

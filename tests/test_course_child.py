@@ -1,4 +1,4 @@
-"""The runner's child, forked from the grader's forkserver or started fresh (coursekit/course/child.py).
+"""The runner's child, forked from the grader's forkserver or started fresh (coursekit/course/grading/child.py).
 
 Both ways must give a run the same process: its own session, the run's environment (not the
 grader's), the run's event pipe and log, and coursekit imported afresh under that environment.
@@ -15,8 +15,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course import child, runner
-from coursekit.course.runner import run_notebook
+from coursekit.course.grading import child, runner
+from coursekit.course.grading.runner import run_notebook
 
 PROBE = new_notebook(cells=[
     new_code_cell("import os\nprint(os.environ.get('COURSEKIT_PROBE'), os.getsid(0) == os.getpid())"),
@@ -67,7 +67,7 @@ def test_the_fork_forgets_the_coursekit_the_server_imported_under_the_graders_en
               "from coursekit.config import config\n"
               "before = config.floatX\n"
               "os.environ['THEANO_FLAGS'] = 'floatX=float16'\n"
-              "from coursekit.course.child import forget_coursekit\n"
+              "from coursekit.course.grading.child import forget_coursekit\n"
               "forget_coursekit()\n"
               "from coursekit.config import config\n"
               "print(before, config.floatX)")

@@ -15,13 +15,13 @@ import nbformat
 import pytest
 
 from coursekit.__main__ import main
-from coursekit.course import grader
-from coursekit.course.assignment import AssignmentError, select
-from coursekit.course.exercises import make_exercise
-from coursekit.course.escape import csv_cell
-from coursekit.course.export import write_exports
-from coursekit.course.grader import Score, load_references
-from coursekit.course.regrade import diff
+from coursekit.course.grading import grader
+from coursekit.course.grading.assignment import AssignmentError, select
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.escape import csv_cell
+from coursekit.course.grading.export import write_exports
+from coursekit.course.grading.grader import Score, load_references
+from coursekit.course.grading.regrade import diff
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 ROW_NORMS = 4                                     # the cell defining row_norms in the fixture
@@ -168,10 +168,10 @@ def test_regrade_reuses_unchanged_notebooks_without_running_them(tmp_path, recor
     recorded_runs.clear()
     assert main(args + ["--regrade"]) == 0
     assert recorded_runs == [] and out.read_text() == first        # same inputs, same grades, nothing run
-    regraded = tmp_path / "grades-regrade.csv"
+    regraded = tmp_path / "grades-regrade-1.csv"
     assert main(args + ["--regrade", str(out), "--assignment", "01", "--out", str(tmp_path / "one.csv")]) == 0
     assert recorded_runs == []
-    assert len(list(csv.reader(open(tmp_path / "one-regrade.csv")))) == 1, "exercise 2's rows shown as removed"
+    assert len(list(csv.reader(open(tmp_path / "one-regrade-1.csv")))) == 1, "exercise 2's rows shown as removed"
     assert regraded.exists()
     hand_in(tmp_path, "bob", "02_fixture", make_exercise(solution()))  # bob hands in again
     assert main(args + ["--regrade"]) == 0
@@ -218,13 +218,13 @@ def test_regrade_after_a_judge_change_reruns_only_that_exercise_and_names_whose_
     assert main(args + ["--regrade"]) == 0
     assert sorted(runs) == [("correct", "02_fixture"), ("late", "01_fixture"), ("late", "02_fixture"),
                             ("rounded", "02_fixture")]
-    changed = list(csv.DictReader(open(tmp_path / "out" / "grades-regrade.csv", newline="")))
+    changed = list(csv.DictReader(open(tmp_path / "out" / "grades-regrade-1.csv", newline="")))
     assert {r["student"] for r in changed} == {"rounded", "late"}
     assert {(r["student"], r["notebook"], r["cell_id"], r["points_before"], r["points_after"]) for r in changed} == {
         ("rounded", "02_fixture", "row-norms", "3", "0"),
         ("late", "01_fixture", "softplus", "0", "2"), ("late", "01_fixture", "row-norms", "0", "3"),
         ("late", "01_fixture", "standardize", "0", "1")}
-    report = (tmp_path / "out" / "grades-regrade.md").read_text()
+    report = (tmp_path / "out" / "grades-regrade-1.md").read_text()
     assert "4 notebooks graded again" in report and "2 taken unchanged" in report and "| rounded | 12 | 9 |" in report
     second = {(r["student"], r["notebook"], r["cell_id"]): r for r in csv.DictReader(open(out, newline=""))}
     assert second["correct", "01_fixture", "softplus"] == first["correct", "01_fixture", "softplus"]   # kept as is

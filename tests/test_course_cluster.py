@@ -3,7 +3,7 @@
 The slow test starts a local Dask cluster of two worker processes (each worker runs the same sandboxed
 run a local job does), grades a small class through it, kills one worker while it holds a run, and
 checks that every (student, notebook) still has exactly one set of rows with the points a local run
-gives. The fast tests check the retry rule of :func:`coursekit.course.cluster.dispatch` with an
+gives. The fast tests check the retry rule of :func:`coursekit.course.grading.cluster.dispatch` with an
 executor whose futures fail, and the error for a scheduler that is not there.
 """
 from __future__ import annotations
@@ -19,9 +19,9 @@ import nbformat
 import pytest
 
 from coursekit.__main__ import main
-from coursekit.course import cluster
-from coursekit.course.exercises import make_exercise
-from coursekit.course.grader import grade
+from coursekit.course.grading import cluster
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.grader import grade
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 
@@ -106,7 +106,7 @@ def test_cluster_grades_like_local_jobs_and_survives_a_killed_worker(tmp_path):
                           progress=False)
         killer.join(timeout=5)
         client.wait_for_workers(2, timeout=120)
-        # every worker, the one its nanny restarted too, may fork each run's client (coursekit/course/child.py)
+        # every worker, the one its nanny restarted too, may fork each run's client (coursekit/course/grading/child.py)
         assert set(client.run(_is_daemonic).values()) == {False}
     assert killed, "no worker was killed during the run"
     rows = [(s.student, s.notebook, s.cell_id) for s in scores]

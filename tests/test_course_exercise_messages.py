@@ -13,7 +13,7 @@ import nbformat
 import numpy as np
 import pytest
 
-from coursekit.course.graded import graded_cells
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 GRADED = {cell.id: cell.source

@@ -16,8 +16,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from coursekit.__main__ import main
-from coursekit.course.exercises import ExerciseError, generate, make_exercise, strip_solutions
-from coursekit.course.graded import graded_cells, validate_notebook
+from coursekit.course.authoring.exercises import ExerciseError, generate, make_exercise, strip_solutions
+from coursekit.course.authoring.graded import graded_cells, validate_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"

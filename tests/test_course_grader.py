@@ -16,11 +16,11 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from coursekit.__main__ import main
-from coursekit.course.exercises import make_exercise
-from coursekit.course.grader import Reference, find_submissions, restore_graded
-from coursekit.course.graded import graded_cells
-from coursekit.course.report import summary_markdown
-from coursekit.course.runner import protection, run_notebook
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.grader import Reference, find_submissions, restore_graded
+from coursekit.course.authoring.graded import graded_cells
+from coursekit.course.grading.report import summary_markdown
+from coursekit.course.grading.runner import protection, run_notebook
 
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"
 NAME = "01_fixture"
@@ -223,7 +223,7 @@ def test_find_submissions_reports_what_it_ignores(tmp_path):
 
 
 def test_unreadable_submission_scores_zero_with_reason(tmp_path):
-    from coursekit.course.grader import grade_one
+    from coursekit.course.grading.grader import grade_one
 
     (tmp_path / "broken.ipynb").write_text("this is not json")
     scores = grade_one("dora", reference(), tmp_path / "broken.ipynb", cell_timeout=5, notebook_timeout=30)
@@ -243,8 +243,8 @@ def test_grade_cli_explains_bad_paths(args, message, capsys):
 def test_progress_is_one_line_per_notebook_off_a_terminal_and_ignored_files_are_listed(tmp_path, monkeypatch):
     import io
 
-    from coursekit.course import grader
-    from coursekit.course.grader import Score, _Progress
+    from coursekit.course.grading import grader
+    from coursekit.course.grading.grader import Score, _Progress
 
     stream = io.StringIO()
     with _Progress(2, True, stream) as bar:

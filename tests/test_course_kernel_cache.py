@@ -13,9 +13,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course import kernel_cache
-from coursekit.course.grader import GRADING_ENV
-from coursekit.course.runner import protection, run_notebook
+from coursekit.course.grading import kernel_cache
+from coursekit.course.grading.grader import GRADING_ENV
+from coursekit.course.grading.runner import protection, run_notebook
 from coursekit.cuda import compiler
 
 pytestmark = pytest.mark.skipif(kernel_cache.grading_env() == {}, reason="no C++ compiler for the CUDA emulator")

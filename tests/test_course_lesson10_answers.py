@@ -9,7 +9,7 @@ loss; a loss computed on the host or only once; a summed loss, forgotten biases)
 message, and correct answers written differently (a normal Glorot, orthogonal by SVD or by QR of the
 other shape, log_softmax, another way of seeding the layers) must pass, on several grading runs'
 inputs. Each answer is judged twice, as in a grading run: by the cell in the kernel (what the
-student sees in JupyterLab) and by the grader's judge (:func:`coursekit.course.judge.judge_cells`),
+student sees in JupyterLab) and by the grader's judge (:func:`coursekit.course.grading.judge.judge_cells`),
 which runs the cell's source again in a namespace holding nothing of the notebook, on the
 observations the probe reported; the two must agree. (tests/test_course_notebooks.py proves that the
 cells pass on the solution and fail on the unsolved exercise.)
@@ -25,9 +25,9 @@ import nbformat
 import pytest
 from judged_twice import run_judged_twice
 
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.exercises import find_regions
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.exercises import find_regions
+from coursekit.course.authoring.graded import graded_cells
 
 NOTEBOOK = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / "10_afternoon_project_solutions.ipynb",
                          as_version=4)

@@ -20,8 +20,8 @@ import pytest
 from judged_twice import run_judged_twice
 
 from coursekit import cuda
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "11_gpu_memory_counted_solutions.ipynb", as_version=4)

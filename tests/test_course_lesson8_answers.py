@@ -6,7 +6,7 @@ after the notebook's setup cell and one answer: plausible wrong answers (the tra
 first state, a truncated or negated gradient; a loop without ``until``, a stop test turned round, a
 full-length loop cut afterwards) must fail, and correct answers written differently from the solution
 must pass. Each answer is judged twice, as in a grading run: by the cell itself (what the student sees
-in JupyterLab) and by the grader's judge (:func:`coursekit.course.judge.judge_cells`), which runs the
+in JupyterLab) and by the grader's judge (:func:`coursekit.course.grading.judge.judge_cells`), which runs the
 cell's source again in a namespace holding nothing of the notebook, on the observations the probe
 wrote to the run's report folder; the two must agree. (tests/test_course_notebooks.py proves that
 the cells pass on the solution and fail on the unsolved exercise.)
@@ -19,8 +19,8 @@ import nbformat
 import pytest
 from judged_twice import run_judged_twice, solution_cell
 
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "08_loops_with_scan_solutions.ipynb", as_version=4)

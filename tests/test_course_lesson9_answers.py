@@ -8,7 +8,7 @@ off-by-one at the edge, that drops the last partial tile, without tiles at all, 
 tiles and then reads A and B from global memory in its loop anyway) must fail, and
 correct answers written differently from the solution must pass.  Each answer is judged twice, as
 in a grading run: by the cell itself (what the student sees in JupyterLab) and by the grader's judge
-(:func:`coursekit.course.judge.judge_cells`), which runs the cell's source again in a namespace that
+(:func:`coursekit.course.grading.judge.judge_cells`), which runs the cell's source again in a namespace that
 holds nothing of the notebook, on the observations the probe wrote to the run's report folder; the two
 must agree.  (tests/test_course_notebooks.py proves that the cells pass on the solution and fail on the unsolved exercise; the solution's kernel is
 not run again here, because every kernel source costs two compilations, one with AddressSanitizer.)
@@ -23,8 +23,8 @@ import nbformat
 import pytest
 from judged_twice import run_judged_twice, solution_cell
 
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.graded import graded_cells
 from coursekit.rewriting import RewriteError, registered, remove_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from coursekit.course.exercises import exercise_name, make_exercise
-from coursekit.course.grader import Reference, find_submissions
-from coursekit.course.graded import HEADER_PREFIX, PASS_PREFIX, graded_cells, mark_notebook
+from coursekit.course.authoring.exercises import exercise_name, make_exercise
+from coursekit.course.grading.grader import Reference, find_submissions
+from coursekit.course.authoring.graded import HEADER_PREFIX, PASS_PREFIX, graded_cells, mark_notebook
 
 nbgraderformat = pytest.importorskip("nbgrader.nbgraderformat", reason="nbgrader is a test dependency")
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from coursekit.course.exercises import exercise_name, generate
-from coursekit.course.graded import graded_cells
-from coursekit.course.runner import run_notebook
+from coursekit.course.authoring.exercises import exercise_name, generate
+from coursekit.course.authoring.graded import graded_cells
+from coursekit.course.grading.runner import run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "course_fixtures" / "solution_notebook.json"

@@ -17,7 +17,7 @@ import nbformat
 import numpy  # noqa: F401  (before pytester's in-process runs, which forget the modules a run imported:
 import pytest  # a second import of NumPy in one process fails, so this file failed when run on its own)
 
-from coursekit.course.exercises import make_exercise
+from coursekit.course.authoring.exercises import make_exercise
 
 pytest_plugins = ["pytester"]
 

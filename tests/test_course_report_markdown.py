@@ -1,8 +1,8 @@
 """grades.md shows reasons and names literally: a NameError about __name__ is not bold (issue 14)."""
 import mistune
 
-from coursekit.course.grader import Score
-from coursekit.course.report import summary_markdown
+from coursekit.course.grading.grader import Score
+from coursekit.course.grading.report import summary_markdown
 
 
 def test_reasons_names_and_warnings_are_not_markdown():

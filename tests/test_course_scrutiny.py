@@ -1,4 +1,4 @@
-"""The grader lists cells that name the grading mechanism, for a person to read (coursekit.course.scrutiny).
+"""The grader lists cells that name the grading mechanism, for a person to read (coursekit.course.grading.scrutiny).
 
 A hint, not a defence: the listing changes no score, and code that builds the names from pieces is
 not seen. These tests keep it quiet on every notebook the course hands out (an untouched exercise is
@@ -14,10 +14,10 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from coursekit.course import grader
-from coursekit.course.exercises import make_exercise
-from coursekit.course.report import summary_markdown
-from coursekit.course.scrutiny import cells_naming_the_grader, warnings_for
+from coursekit.course.grading import grader
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.report import summary_markdown
+from coursekit.course.grading.scrutiny import cells_naming_the_grader, warnings_for
 from test_course_grader import NAME, SOFTPLUS, solution
 from test_hostile_verdicts import HOOKS
 

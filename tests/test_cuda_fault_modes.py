@@ -18,7 +18,7 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from coursekit import cuda, devices
-from coursekit.course.grader import GRADING_ENV, grade_notebook, load_reference
+from coursekit.course.grading.grader import GRADING_ENV, grade_notebook, load_reference
 from coursekit.cuda import checked as checked_module
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import degenerate
-from coursekit.course import check
-from coursekit.course.grader import grade_notebook, load_reference
-from coursekit.course.runner import protection
+from coursekit.course.student import check
+from coursekit.course.grading.grader import grade_notebook, load_reference
+from coursekit.course.grading.runner import protection
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = sorted(p.name[: -len("_exercises.ipynb")] for p in (ROOT / "exercises").glob("*_exercises.ipynb"))

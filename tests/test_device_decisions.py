@@ -14,7 +14,7 @@ import pytest
 import coursekit as theano
 import coursekit.devices as devices
 import coursekit.tensor as T
-from coursekit.course.lesson import time_call
+from coursekit.lessons import time_call
 
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "coursekit"
 

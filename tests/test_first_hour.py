@@ -15,8 +15,8 @@ import nbformat
 import pytest
 from judged_twice import run_judged_twice
 
-from coursekit.course.check import NONCE_ENV, REPORT_DIR_ENV
-from coursekit.course.graded import graded_cells
+from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
+from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NONCE = "first-hour-test-run"
@@ -64,7 +64,7 @@ def test_timing_loop_still_refuses_an_integer(timing_loop):
 
 
 FAILING_GRADED_CELL = '''
-from coursekit.course.check import graded_check
+from coursekit.course.student.check import graded_check
 
 def add_one(x):
     return x + 2                     # the student's bug

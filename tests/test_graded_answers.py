@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from answers import substitute
-from coursekit.course.grader import grade_notebook, load_reference
+from coursekit.course.grading.grader import grade_notebook, load_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,12 +16,12 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from coursekit.course.grader import grade_notebook, load_reference
+from coursekit.course.grading.grader import grade_notebook, load_reference
 
 ROOT = Path(__file__).resolve().parents[1]
 FORGE = '''
 import numpy as np
-import coursekit.course.check as check
+import coursekit.course.student.check as check
 
 _real_graded_check = check.graded_check
 

@@ -16,7 +16,7 @@ import sys
 import nbformat
 from nbformat.v4 import new_code_cell, new_notebook
 
-JUDGE_HOG = '''from coursekit.course.check import graded_check
+JUDGE_HOG = '''from coursekit.course.student.check import graded_check
 import numpy as np
 def inputs(rng, small):
     return {"n": 3}
@@ -29,8 +29,8 @@ graded_check("hog", inputs, probe, judge, seed=1)'''
 
 GRADER = '''
 import json, sys
-from coursekit.course.runner import run_notebook
-from coursekit.course.sandbox import Limits
+from coursekit.course.grading.runner import run_notebook
+from coursekit.course.grading.sandbox import Limits
 run = run_notebook(sys.argv[1], cell_timeout=60, notebook_timeout=180, limits=Limits(memory_mb=2000))
 # VmHWM, this process image's own peak: ru_maxrss also keeps the RSS of the pytest process this one was
 # forked from (Linux carries it across execve), which a long test run makes hundreds of MB

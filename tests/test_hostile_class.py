@@ -23,9 +23,9 @@ import pytest
 from nbformat.v4 import new_code_cell
 
 from coursekit.__main__ import main
-from coursekit.course.exercises import make_exercise
-from coursekit.course.grader import Reference, grade_notebook
-from coursekit.course.graded import graded_cells
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.grading.grader import Reference, grade_notebook
+from coursekit.course.authoring.graded import graded_cells
 from test_course_grader import NAME, solution
 
 FULL = {"softplus": (2, "passed"), "row-norms": (3, "passed"), "standardize": (1, "passed")}
@@ -179,7 +179,7 @@ def test_nothing_outside_the_runs_changed(hostile_class):
 
 
 def test_an_oversized_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from coursekit.course import grader
+    from coursekit.course.grading import grader
 
     monkeypatch.setattr(grader, "SUBMISSION_LIMIT_MB", 1)
     path = tmp_path / f"{NAME}.ipynb"

@@ -2,7 +2,7 @@
 
 Every cell is something a student could put in a notebook to read what is not theirs, write outside
 the run or outlive it. The assertions are made *outside* the kernel (on files and processes), and
-each protection is checked only where :func:`coursekit.course.sandbox.detect` says the machine gives
+each protection is checked only where :func:`coursekit.course.grading.sandbox.detect` says the machine gives
 it: a test that needs bubblewrap or a cgroup skips with the reason when it is missing.
 """
 
@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course.runner import PROJECT_ROOT, protection, run_notebook
+from coursekit.course.grading.runner import PROJECT_ROOT, protection, run_notebook
 
 GUARD = protection()
 needs_bwrap = pytest.mark.skipif(not GUARD.bubblewrap, reason="bubblewrap unavailable here: " + "; ".join(GUARD.missing))
@@ -113,8 +113,8 @@ def test_a_memory_hog_costs_its_cell_only_and_the_cells_after_it_run(tmp_path, m
     """Cgroup (hard limit, OOM) where the grader may create one, else the runner's memory polling; either
     way the kernel is stopped, a fresh one re-runs the cells before the hog (``x`` is back) and the run
     goes on (issue 22: every later task used to score 0)."""
-    from coursekit.course import sandbox
-    from coursekit.course.sandbox import Limits
+    from coursekit.course.grading import sandbox
+    from coursekit.course.grading.sandbox import Limits
 
     monkeypatch.setenv("COURSEKIT_SANDBOX_CGROUP", cgroup)
     sandbox.detect.cache_clear()

@@ -14,9 +14,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course import runner, rungroup, sandbox
-from coursekit.course.runner import protection, run_notebook
-from coursekit.course.sandbox import Limits
+from coursekit.course.grading import runner, rungroup, sandbox
+from coursekit.course.grading.runner import protection, run_notebook
+from coursekit.course.grading.sandbox import Limits
 
 GUARD = protection()
 

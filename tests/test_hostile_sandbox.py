@@ -18,8 +18,8 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from coursekit.course.runner import PROJECT_ROOT, protection, run_notebook
-from coursekit.course.sandbox import LIBRARY_MOUNT
+from coursekit.course.grading.runner import PROJECT_ROOT, protection, run_notebook
+from coursekit.course.grading.sandbox import LIBRARY_MOUNT
 
 GUARD = protection()
 pytestmark = pytest.mark.skipif(not GUARD.bubblewrap,

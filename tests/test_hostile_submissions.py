@@ -22,9 +22,9 @@ import nbformat
 import pytest
 
 from coursekit.__main__ import main
-from coursekit.course import grader, submissions
-from coursekit.course.escape import csv_cell, markdown_text, printable_name, terminal_text
-from coursekit.course.exercises import make_exercise
+from coursekit.course.grading import grader, submissions
+from coursekit.course.grading.escape import csv_cell, markdown_text, printable_name, terminal_text
+from coursekit.course.authoring.exercises import make_exercise
 from test_course_grader import NAME, solution
 
 FULL = 6

@@ -1,6 +1,6 @@
 """Hostile submissions against the verdicts (issue 13): code in the student's kernel cannot forge a pass.
 
-Graded cells written with :func:`coursekit.course.check.graded_check` are judged by the grader,
+Graded cells written with :func:`coursekit.course.student.check.graded_check` are judged by the grader,
 outside the kernel, on observations the kernel reported in a safe format. Each student below tries
 to bend that from an ordinary cell of their notebook; the test checks that every one gets exactly
 what their code earns. One grading run (two at a time) covers them all.
@@ -12,9 +12,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell
 
-from coursekit.course.exercises import make_exercise
-from coursekit.course.graded import graded_cells
-from coursekit.course.grader import Reference, grade_notebook
+from coursekit.course.authoring.exercises import make_exercise
+from coursekit.course.authoring.graded import graded_cells
+from coursekit.course.grading.grader import Reference, grade_notebook
 from test_course_grader import FIXTURE, NAME, ROW_NORMS, SOFTPLUS, solution
 
 WRONG_SOFTPLUS = "def softplus(x):\n    return x"
@@ -29,7 +29,7 @@ HOOKS = {
     "numpy_patched": "import numpy\nnumpy.allclose = lambda *a, **k: True\nnumpy.isclose = lambda *a, **k: True",
     # coursekit's check replaced in the kernel so that it never asserts
     "coursekit_patched": (
-        "import coursekit.course.check as check\n"
+        "import coursekit.course.student.check as check\n"
         "check.graded_check = lambda *args, **kwargs: None"),
     # the checks' own judges sabotaged: the kernel says 'failed', the work is right
     "sabotaged": "import numpy\nnumpy.allclose = lambda *a, **k: False",

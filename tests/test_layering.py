@@ -37,17 +37,17 @@ LAZY = "loaded on first use: "
 CYCLE = "the two modules use each other (the other one imports this one at its top): "
 # (importing module, imported module): why the import is inside a function
 LOCAL_IMPORTS = {
-    ("__main__", "course.exercises"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "course.grader"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "course.report"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "course.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.authoring.exercises"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.grading.grader"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.grading.report"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.grading.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "costmodel.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "course"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
-    ("course.execute", "course.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
-    ("course.graded", "course.exercises"): CYCLE + "graded cells and solution regions check each other",
+    ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
+    ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
     ("cuda.emulator", "cuda.checked"): LAZY + "check='memory' only: the AddressSanitizer subprocess",
     ("devices", "devices.types"): LAZY + "a tensor type: coursekit.cuda uses devices without loading tensors",
@@ -169,7 +169,7 @@ def test_function_local_imports_are_few_and_each_has_its_reason():
 
 def test_the_core_layers_import_downwards_only():
     order = ["wiring", "config", "work", "graph", "fgraph", "scalar", "tensor", "devices", "costmodel", "profiling",
-             "rewriting", "compile", "gradient"]
+             "rewriting", "compile", "gradient", "lessons"]
     rank = {name: i for i, name in enumerate(order)}
     upward = [f"{m}:{line} imports {t}" for m, t, line, local in _cross_package(_imports())
               if _package(m) in rank and _package(t) in rank and rank[_package(t)] > rank[_package(m)]]
@@ -218,9 +218,9 @@ def _loaded_by(statement):
 def test_the_course_and_the_cuda_emulator_load_no_compiler_module():
     compiler = ("coursekit.tensor", "coursekit.rewriting", "coursekit.compile", "coursekit.scalar",
                 "coursekit.gradient")
-    graded = _loaded_by("import coursekit.course.graded")
+    graded = _loaded_by("import coursekit.course.authoring.graded")
     assert not {m for m in graded if m.startswith(compiler)}, sorted(graded)
-    grader = _loaded_by("import coursekit.course.grader, coursekit.course.runner, coursekit.course.check")
+    grader = _loaded_by("import coursekit.course.grading.grader, coursekit.course.grading.runner, coursekit.course.student.check")
     assert not {m for m in grader if m.startswith(compiler)}, sorted(grader)
     cuda = _loaded_by("import coursekit.cuda")
     assert not {m for m in cuda if m.startswith(compiler)}, sorted(cuda)

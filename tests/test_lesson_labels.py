@@ -10,7 +10,7 @@ import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit.course.lesson import time_call
+from coursekit.lessons import time_call
 
 
 def compiled(device, dtype="float32"):
@@ -44,11 +44,11 @@ def test_load_digits_gives_what_scikit_learn_gives_without_importing_it():
     import sys
 
     sklearn = pytest.importorskip("sklearn.datasets")
-    from coursekit.course.lesson import load_digits
+    from coursekit.lessons import load_digits
 
     ours, theirs = load_digits(), sklearn.load_digits()
     for name in ("data", "target", "images"):
         np.testing.assert_array_equal(getattr(ours, name), getattr(theirs, name))
         assert getattr(ours, name).dtype == getattr(theirs, name).dtype
-    script = "import sys; from coursekit.course.lesson import load_digits; load_digits(); print('sklearn' in sys.modules)"
+    script = "import sys; from coursekit.lessons import load_digits; load_digits(); print('sklearn' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", script], capture_output=True, text=True).stdout.strip() == "False"

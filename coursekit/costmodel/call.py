@@ -66,7 +66,7 @@ class ModelledCall:
 
     @property
     def total(self):
-        """Seconds per call in a loop, as :func:`~coursekit.course.lesson.time_call` times it.
+        """Seconds per call in a loop, as :func:`~coursekit.lessons.time_call` times it.
 
         A call that synchronises: host work, then the device path, one after the other.  A call that
         only queues work: the host's part (dispatch, launches, allocations) and the GPU's kernels

@@ -59,7 +59,7 @@ def cache_dir() -> Path:
 
 def shared_artefact(name: str) -> Path | None:
     """An artefact of that name in the read-only cache the grader builds and shares with every run
-    (``COURSEKIT_CUDA_SHARED_CACHE``, see coursekit/course/kernel_cache.py), or None. Names are
+    (``COURSEKIT_CUDA_SHARED_CACHE``, see coursekit/course/grading/kernel_cache.py), or None. Names are
     content hashes, so a shared artefact is the one this process would build."""
     root = os.environ.get("COURSEKIT_CUDA_SHARED_CACHE")
     path = Path(root) / name if root else None

@@ -84,7 +84,7 @@ def _toposort_table(nodes, kinds, modelled=None, model_label=None):
     table = f'<table class="coursekit-toposort">{"".join(rows)}</table>'
     if modelled == {}:  # GPU ops, but no call recorded yet: say how to see what a GPU would take
         table += ("<p><i>Modelled GPU times appear here once the function has run with profile=True; or use "
-                  "coursekit.course.lesson.time_call(f, ...).modelled.</i></p>")
+                  "coursekit.lessons.time_call(f, ...).modelled.</i></p>")
     return table
 
 

@@ -63,7 +63,7 @@ def unassigned_warnings(students: dict, assigned: list, all_references: list) ->
     warnings = []
     for student, found in sorted(students.items()):
         for name, path in sorted(found.items()):
-            if name not in keep:
+            if name not in keep and not hasattr(path, "reason"):    # a Refused one is reported where graded
                 warnings.append(f"{student}: not graded: {Path(path).name} ({name} is not in this assignment)")
     return warnings
 
@@ -71,7 +71,7 @@ def unassigned_warnings(students: dict, assigned: list, all_references: list) ->
 def check_class(submissions_dir, students: dict, references: list, warnings: list[str]) -> None:
     """Raise :class:`AssignmentError` when ``submissions_dir`` holds no student with a notebook to grade.
 
-    ``students`` is :func:`coursekit.course.submissions.find_submissions`'s map restricted to the assigned
+    ``students`` is :func:`coursekit.course.grading.submissions.find_submissions`'s map restricted to the assigned
     ``references``; ``warnings`` what it ignored (shown, since they usually say what went wrong).
     """
     if any(found for found in students.values()):

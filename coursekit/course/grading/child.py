@@ -1,4 +1,4 @@
-"""Start the runner's child (:mod:`coursekit.course.execute`) forked from a server that has already
+"""Start the runner's child (:mod:`coursekit.course.grading.execute`) forked from a server that has already
 imported what it needs.
 
 Every graded notebook gets one child, which drives the sandboxed kernel with nbclient. Started as a
@@ -29,12 +29,12 @@ import sys
 from pathlib import Path
 
 CHILD = Path(__file__).resolve().parent / "execute.py"
-PRELOAD = ["coursekit.course.execute_imports"]   # what the server imports once (see that module)
+PRELOAD = ["coursekit.course.grading.execute_imports"]   # what the server imports once (see that module)
 SWITCH = "COURSEKIT_GRADE_FORKSERVER"
 
 
 def start(args: list[str], *, env: dict[str, str], cwd: str, output_path: str, events_fd: int):
-    """Start the child with the command-line ``args`` of :mod:`coursekit.course.execute` (``{fd}``
+    """Start the child with the command-line ``args`` of :mod:`coursekit.course.grading.execute` (``{fd}``
     stands for the event pipe's descriptor there) and return it (a :class:`ForkedChild` or a
     :class:`FreshChild`)."""
     if env.get(SWITCH, os.environ.get(SWITCH, "1")) == "0" or multiprocessing.current_process().daemon:
@@ -87,7 +87,7 @@ def _child_main(args, env, cwd, output_path, pipe) -> None:
     events_fd = os.dup(pipe.fileno())
     pipe.close()
     forget_coursekit()
-    execute = importlib.import_module("coursekit.course.execute")
+    execute = importlib.import_module("coursekit.course.grading.execute")
     sys.exit(execute.main([str(events_fd) if arg == "{fd}" else arg for arg in args]))
 
 

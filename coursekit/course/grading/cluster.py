@@ -4,7 +4,7 @@ A class of 10,000 students with 10 notebooks each is about 55 core-hours of grad
 machine does overnight. ``coursekit grade ... --cluster tcp://host:8786`` hands the runs to a Dask
 distributed scheduler instead of local threads (Dask is an existing, well-kept engine for exactly
 this; dask-jobqueue starts its workers as Slurm or PBS jobs, see docs/teaching.md). Each task is the
-same call a local job makes, :func:`coursekit.course.grader.grade_one`, so each worker runs the same
+same call a local job makes, :func:`coursekit.course.grading.grader.grade_one`, so each worker runs the same
 sandboxed run (its own process, bubblewrap, cgroup and limits of *that* machine) and returns the same
 rows; progress and the reports are made here, as for local jobs.
 
@@ -19,7 +19,7 @@ scheduler and workers start, e.g. ``DASK_DISTRIBUTED__WORKER__DAEMON=False`` and
 
 * ``distributed.worker.daemon: False``: a daemonic worker process may not start processes through
   :mod:`multiprocessing`, so each run's notebook client would start as a fresh interpreter and import
-  Jupyter's client libraries again (:mod:`coursekit.course.child`: 0.2-0.45 s of CPU per notebook);
+  Jupyter's client libraries again (:mod:`coursekit.course.grading.child`: 0.2-0.45 s of CPU per notebook);
 * ``distributed.scheduler.worker-saturation: 1.0``: with Dask's default 1.1, a one-thread worker is
   sent a second notebook while it runs one, and near the end of a class that notebook waits behind a
   busy worker while another worker idles.

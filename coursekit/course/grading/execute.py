@@ -1,13 +1,13 @@
 """The runner's child: executes one notebook in a sandboxed kernel and writes what happened to a pipe.
 
-:func:`coursekit.course.runner.run_notebook` starts this file *by path* in a fresh process, so that
+:func:`coursekit.course.grading.runner.run_notebook` starts this file *by path* in a fresh process, so that
 running a notebook does not depend on the ``coursekit`` library importing cleanly and a student's
 endless loop or crash cannot take the grader with it. It starts the kernel through
-:mod:`coursekit.course.sandbox`, executes every cell with nbclient (errors allowed, per-cell
+:mod:`coursekit.course.grading.sandbox`, executes every cell with nbclient (errors allowed, per-cell
 timeout with an interrupt by message), and writes one JSON line per event to a pipe the kernel
 never holds: ``judged`` (the graded cells whose verdict comes from a judge), ``kernel``, ``start``,
 ``done``, ``crashed``, ``failed``, then — after the kernel has gone — one ``verdict`` per judged cell
-from :func:`coursekit.course.judge.judge_cells`, run here with the grader's own Python, and
+from :func:`coursekit.course.grading.judge.judge_cells`, run here with the grader's own Python, and
 ``finished``. Texts in events are cut to :data:`TEXT_LIMIT` characters here, and this process joins
 the run's cgroup: a 150 MB exception message or a judge made to allocate costs the run's memory,
 never the grader's.
@@ -195,7 +195,7 @@ def main(argv: list[str]) -> int:
             Path(args.executed).parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, args.executed)
     if judged:
-        from coursekit.course.judge import judge_cells   # the grader's coursekit (PROJECT_ROOT first on the path)
+        from coursekit.course.grading.judge import judge_cells   # the grader's coursekit (PROJECT_ROOT first on the path)
 
         verdicts = judge_cells(judged, config["report_dir"], config["nonce"], time_limit=args.cell_timeout)
         for index, (status, reason) in verdicts.items():

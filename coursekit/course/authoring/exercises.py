@@ -25,7 +25,7 @@ Names: ``solutions/NN_name_solutions.ipynb`` becomes ``exercises/NN_name_exercis
 with the same title.
 
 :func:`generate` first brings each solutions notebook's graded-cell marks (first line, pass line,
-nbgrader metadata: :func:`coursekit.course.graded.mark_notebook`) in line, writing the solution back
+nbgrader metadata: :func:`coursekit.course.authoring.graded.mark_notebook`) in line, writing the solution back
 when they were not; with ``check=True`` such a solution is reported as stale instead.
 
 Generation is deterministic (same input, byte-identical output) so that :func:`generate` with
@@ -173,7 +173,7 @@ def notebook_text(nb) -> str:
 
 def marked_solution(solution_path: Path):
     """``(notebook, changed)``: the solutions notebook with its marks in line (see
-    :func:`coursekit.course.graded.mark_notebook`) and whether they were not."""
+    :func:`coursekit.course.authoring.graded.mark_notebook`) and whether they were not."""
     nb = nbformat.read(solution_path, as_version=4)
     problems = validate_notebook(nb, str(solution_path))
     if problems:

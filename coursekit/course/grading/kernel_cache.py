@@ -10,7 +10,7 @@ flag set): a kernel then compiles in 0.05 s instead of 0.19 s.
 So the grader builds them once, itself, from coursekit's own files only (nothing a student wrote),
 into ``$COURSEKIT_CACHE_DIR/grader-shared/cuda`` (default under ``~/.cache/coursekit``), makes the
 files read-only and hands the folder to each run (``COURSEKIT_CUDA_SHARED_CACHE``), which bubblewrap
-mounts read-only (:mod:`coursekit.course.sandbox`). The compiler (:mod:`coursekit.cuda.compiler`)
+mounts read-only (:mod:`coursekit.course.grading.sandbox`). The compiler (:mod:`coursekit.cuda.compiler`)
 takes an artefact from there when one has the name it would build: names are SHA-256 hashes of
 everything that shapes the artefact (sources, flags, the compiler's version), so a shared artefact is
 exactly what the run would have built. A run still compiles its own kernels into its private cache:
@@ -28,7 +28,7 @@ import threading
 from functools import lru_cache
 from pathlib import Path
 
-from ..cuda import compiler   # the emulator's compiler: the grader builds its runtime objects once
+from ...cuda import compiler   # the emulator's compiler: the grader builds its runtime objects once
 
 ENV = "COURSEKIT_CUDA_SHARED_CACHE"
 _LOCK = threading.Lock()

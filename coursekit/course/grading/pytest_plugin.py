@@ -6,11 +6,11 @@ weakened a check to ``pass`` passes it. With ``--coursekit-reference``::
     python -m pytest --nbval-lax --coursekit-reference exercises/ submissions/alice/
 
 every notebook pytest collects is treated as a submission and goes through
-:func:`coursekit.course.grader.grade_notebook`, the grader's own entry point: it is matched to its
-reference by the grader's rules (:func:`coursekit.course.submissions.reference_for`: old file names
+:func:`coursekit.course.grading.grader.grade_notebook`, the grader's own entry point: it is matched to its
+reference by the grader's rules (:func:`coursekit.course.grading.submissions.reference_for`: old file names
 included), its graded cells are restored from the reference, it runs in its own process inside this
 machine's sandbox with the grading environment, and judged cells get the grader's verdict (see
-:mod:`coursekit.course.check`). Each graded cell of the reference becomes one pytest item, named by
+:mod:`coursekit.course.student.check`). Each graded cell of the reference becomes one pytest item, named by
 its id and points, which passes when the grader would give it full marks and otherwise fails with
 the grader's reason. Nothing else of the notebook becomes a test: nbval's items for these files are
 dropped, because running the notebook as the student left it is exactly what must not count.
@@ -28,7 +28,7 @@ import pytest
 
 from .grader import Reference, Score, grade_notebook, load_references
 from .submissions import FLAT_SEPARATOR, reference_for
-from .graded import GradedCell
+from ..authoring.graded import GradedCell
 from .report import number
 from .runner import protection
 

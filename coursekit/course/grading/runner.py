@@ -2,8 +2,8 @@
 
 Grading runs code we do not trust to finish: a student's ``while True: pass``, an ``os._exit(1)``, a
 segfault in an extension, a handler that ignores Ctrl-C. So :func:`run_notebook` never executes a
-notebook in the calling process. It starts :mod:`coursekit.course.execute` as a script in a fresh
-process (which starts the Jupyter kernel inside :mod:`coursekit.course.sandbox` through nbclient)
+notebook in the calling process. It starts :mod:`coursekit.course.grading.execute` as a script in a fresh
+process (which starts the Jupyter kernel inside :mod:`coursekit.course.grading.sandbox` through nbclient)
 and enforces two limits:
 
 * per cell: nbclient interrupts the kernel when a cell runs longer than ``cell_timeout`` and goes
@@ -12,12 +12,12 @@ and enforces two limits:
   ignores the interrupt), the runner process and every process of the run are killed.
 
 Errors are allowed, so the cells after a failing one still run. The child writes one JSON line per
-event to a pipe the kernel never holds; :mod:`coursekit.course.outcomes` turns them into outcomes.
-Graded cells written with :func:`coursekit.course.check.graded_check` are judged by the child,
+event to a pipe the kernel never holds; :mod:`coursekit.course.grading.outcomes` turns them into outcomes.
+Graded cells written with :func:`coursekit.course.student.check.graded_check` are judged by the child,
 outside the kernel, on the observations the kernel reported in a safe format (see that module).
 
 The child is forked from a server that has imported nbclient and its kin once per grader (see
-:mod:`coursekit.course.child`), or started as a fresh interpreter by path where that is not possible;
+:mod:`coursekit.course.grading.child`), or started as a fresh interpreter by path where that is not possible;
 either way it imports only the standard library, Jupyter's client libraries and its sibling
 ``sandbox`` until it judges, so running a notebook does not depend on the ``coursekit`` library
 importing cleanly.
@@ -37,12 +37,12 @@ import threading
 from pathlib import Path
 
 from . import child, rungroup, sandbox
-from .check import NONCE_ENV, REPORT_DIR_ENV, REPORT_LIMIT
+from ..student.check import NONCE_ENV, REPORT_DIR_ENV, REPORT_LIMIT
 from .outcomes import CellOutcome, NotebookRun, describe_error, read_events, short
 
 __all__ = ["CellOutcome", "NotebookRun", "describe_error", "kill_all", "protection", "run_notebook", "short"]
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = Path(__file__).resolve().parents[3]
 FREE_SPACE_FLOOR_MB = int(os.environ.get("COURSEKIT_GRADE_FREE_MB", "1024"))   # no run starts below it
 KERNEL_STOPS = 4          # kernels stopped for memory before the whole run is (the child restarts 3)
 FOLDER_ENTRIES = 10_000    # files a run may leave in its folders on the grader's disk
@@ -90,7 +90,7 @@ def run_notebook(
     (``COURSEKIT_SIZE=small`` unless already set). If ``executed_path`` is given, the executed
     notebook (with outputs and tracebacks) is written there for inspection.
 
-    With ``judge`` (the default), graded cells that call :func:`coursekit.course.check.graded_check`
+    With ``judge`` (the default), graded cells that call :func:`coursekit.course.student.check.graded_check`
     report their observations to a folder of this run and are judged after the kernel has gone, in
     the runner's process; their outcome is the judge's verdict (``run.judged`` lists them). Other
     cells' outcomes are what the kernel reported. ``reports_path``, if given, receives a copy of

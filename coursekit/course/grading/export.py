@@ -13,6 +13,12 @@
 * ``grades.json`` — every student's points per exercise and per graded cell with the reasons, the
   exercises assigned and the grader's version, for any other system.
 
+With ``--from canvas|moodle`` (an LMS download, students keyed by the LMS's user ids) the two CSVs
+are what that LMS imports into its *existing* columns: with ``--roster`` the roster's own file
+filled in (:mod:`.roster`: Canvas's gradebook columns ``Name (id)``, Moodle's grading worksheet), and
+without it the LMS's layout keyed by the download's user ids (:func:`write_canvas_ids`,
+:func:`write_moodle_worksheet`).
+
 The points are per exercise notebook (the sum of its graded cells), only the exercises graded in
 this run (``--assignment``). Cells are written as the score table's are: every text that came from a
 submission (student names, reasons) is neutralised for spreadsheets by :func:`csv_cell`.
@@ -24,6 +30,7 @@ import csv
 import json
 from pathlib import Path
 
+from . import roster as rosters
 from .escape import csv_cell
 from .report import number
 
@@ -88,7 +95,7 @@ def as_json(scores, assigned=(), grader: str = "") -> dict:
     for s in scores:
         cells.setdefault(s.student, {}).setdefault(s.notebook, {})[s.cell_id] = {
             "points": s.points, "max_points": s.max_points, "reason": s.reason,
-            "submission_sha256": s.submission_sha256, "judge_sha256": s.judge_sha256}
+            "submission_sha256": s.submission_sha256, "judge_sha256": s.judge_sha256, "grader_fault": s.grader_fault}
     return {
         "grader": grader,
         "assigned": list(assigned) or notebooks,
@@ -100,8 +107,52 @@ def as_json(scores, assigned=(), grader: str = "") -> dict:
     }
 
 
-def write_exports(scores, out_csv, formats, assigned=(), grader: str = "") -> list[Path]:
-    """Write each format of ``formats`` next to ``out_csv``; return the paths written."""
+def write_canvas_ids(scores, names: dict, path) -> Path:
+    """Canvas's layout for a Canvas download graded without its roster: ``ID`` is the user id from the
+    download's file names (Canvas matches rows by it); the columns are new assignments to Canvas."""
+    students, notebooks, points, max_points = totals(scores)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [column_name(n) for n in notebooks])
+        writer.writerow(["    Points Possible", "", "", "", ""] + [number(max_points[n]) for n in notebooks])
+        for uid in students:
+            writer.writerow([csv_cell(names.get(uid, "")), csv_cell(uid), "", "", ""]
+                            + [number(points[uid, n]) for n in notebooks])
+    return Path(path)
+
+
+def write_moodle_worksheet(scores, names: dict, path) -> Path:
+    """Moodle's grading-worksheet layout for a Moodle download graded without its worksheet:
+    ``Identifier`` is ``Participant <id>`` from the download's folder names, ``Grade`` the total."""
+    students, notebooks, points, max_points = totals(scores)
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Identifier", "Full name", "Grade", "Maximum Grade", "Last modified (grade)"])
+        for uid in students:
+            writer.writerow([csv_cell(f"Participant {uid}"), csv_cell(names.get(uid, "")),
+                             number(sum(points[uid, n] for n in notebooks)), number(sum(max_points.values())), ""])
+    return Path(path)
+
+
+def _write_lms(name: str, scores, path, lms) -> None:
+    """One LMS format: the roster's own file filled in when there is a roster of that LMS, else the LMS's
+    layout keyed by the download's user ids, else (a download of another kind) the plain layout."""
+    if lms is not None and lms.roster is not None and lms.roster.kind == name:
+        _, notebooks, points, max_points = totals(scores)
+        if name == "canvas":
+            rosters.write_canvas(lms.roster, lms.columns, points, max_points, path, lms.missing)
+        else:
+            rosters.write_moodle(lms.roster, points, notebooks, path, lms.missing)
+    elif lms is not None and lms.source == name:
+        (write_canvas_ids if name == "canvas" else write_moodle_worksheet)(scores, lms.names, path)
+    else:
+        (write_canvas if name == "canvas" else write_moodle)(scores, path)
+
+
+def write_exports(scores, out_csv, formats, assigned=(), grader: str = "", lms=None) -> list[Path]:
+    """Write each format of ``formats`` next to ``out_csv``; return the paths written. ``lms`` (an
+    object with ``source``, ``roster``, ``columns``, ``names``, ``missing``: see the ``grade``
+    command) makes the Canvas and Moodle files the ones that LMS imports into its existing columns."""
     out_csv = Path(out_csv)
     written = []
     for name in formats:
@@ -111,6 +162,6 @@ def write_exports(scores, out_csv, formats, assigned=(), grader: str = "") -> li
                             encoding="utf-8")
         else:
             path = out_csv.with_name(f"{out_csv.stem}-{name}.csv")
-            (write_canvas if name == "canvas" else write_moodle)(scores, path)
+            _write_lms(name, scores, path, lms)
         written.append(path)
     return written

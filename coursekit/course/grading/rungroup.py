@@ -1,7 +1,7 @@
 """The processes of one grading run: its cgroup (nested under the grader's own), finding every process of it, killing them all.
 
 :class:`RunGroup` creates the run's cgroup(s) where the grader may (see
-:func:`coursekit.course.sandbox.detect`), sets the memory and process-count limits, tells whether
+:func:`coursekit.course.grading.sandbox.detect`), sets the memory and process-count limits, tells whether
 the run met its memory limit, and kills every process in it at the end. Without a cgroup,
 :func:`processes_of_run` finds the run's processes by ancestry and by the run's token in their
 environment (a daemon that re-parented itself to init), and :func:`memory_in_use` is what the

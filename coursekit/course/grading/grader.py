@@ -7,7 +7,7 @@ For every (student, notebook) pair the grader
    matched by its ``NN_`` prefix when that is unambiguous);
 2. restores every graded cell from the reference notebook (see :func:`restore_graded`), so that a
    student cannot win points by editing or weakening a check;
-3. runs the result with :func:`coursekit.course.runner.run_notebook`: its own process, a fresh
+3. runs the result with :func:`coursekit.course.grading.runner.run_notebook`: its own process, a fresh
    temporary working directory, ``COURSEKIT_SIZE=small``, per-cell and per-notebook time limits,
    errors allowed so that one failure does not hide the later cells;
 4. scores each graded cell: its points if it ran without error, otherwise 0 and the reason.
@@ -16,7 +16,7 @@ The reference is normally ``exercises/``: its graded cells are identical to thos
 ``solutions/`` (the generator guarantees it) and it is what the students were given.
 
 Each run is isolated with the operating system's tools where the machine offers them (bubblewrap,
-cgroups, resource limits: see :mod:`coursekit.course.sandbox`); the score table says, per row,
+cgroups, resource limits: see :mod:`coursekit.course.grading.sandbox`); the score table says, per row,
 which protections the run had, and the Markdown summary lists what was and was not enforced.
 """
 
@@ -37,8 +37,9 @@ import nbformat  # noqa: E402
 from . import assignment as assignments
 from . import cluster as cluster_runs
 from . import kernel_cache
+from . import lms
 from . import regrade
-from .graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from ..authoring.graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
 from .escape import one_line
 from .report import number
 from .runner import kill_all, run_notebook, short
@@ -172,10 +173,10 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
     plugin): ``path`` is the submission (None: not handed in), ``reference`` a :class:`Reference`
     or the path of the reference notebook. It reads the submission (an unreadable file scores 0
     with the reason), restores every graded cell from the reference (:func:`restore_graded`),
-    runs the result with :func:`coursekit.course.runner.run_notebook` in a fresh temporary folder
+    runs the result with :func:`coursekit.course.grading.runner.run_notebook` in a fresh temporary folder
     with the grading environment (:data:`GRADING_ENV`: CUDA bounds checking) inside this machine's
     sandbox, and scores each graded cell: its points when it passed — for a cell written with
-    :func:`coursekit.course.check.graded_check`, when the grader's judge accepted what it reported —
+    :func:`coursekit.course.student.check.graded_check`, when the grader's judge accepted what it reported —
     otherwise 0 and the reason. ``executed_path`` keeps the executed notebook for reading. Never
     raises for what the submission does.
     """
@@ -224,23 +225,27 @@ def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_tim
 
 
 def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=600, jobs=1,
-          executed_dir=None, progress=True, assignment=None, cluster=None, previous=None):
+          executed_dir=None, progress=True, assignment=None, cluster=None, previous=None, source=None):
     """Grade every student's notebooks; return ``(scores, warnings)``, scores in table order.
 
     ``assignment`` (``"03,05"`` or names) grades and totals only those exercises
-    (:mod:`coursekit.course.assignment`); a folder with nothing to grade is an error naming it.
-    ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads
-    (:mod:`coursekit.course.cluster`). ``previous`` (rows of an earlier table) makes this a regrade:
-    a notebook whose submission and judges are unchanged keeps its previous rows and is not run
-    (:mod:`coursekit.course.regrade`). Every row records the submission's and its judge's hash and
-    the grader's version.
+    (:mod:`coursekit.course.grading.assignment`); a folder with nothing to grade is an error naming it.
+    ``source`` (``canvas``, ``moodle``) reads an LMS's download, students keyed by user id (:mod:`.lms`).
+    ``cluster`` hands the runs to a Dask scheduler instead of ``jobs`` local threads (:mod:`.cluster`).
+    ``previous`` (an earlier table's rows) makes this a regrade: a notebook whose submission and judges
+    are unchanged keeps its previous rows and is not run, unless the grader failed it (``grader_fault``)
+    (:mod:`.regrade`). Every row records the submission's and its judge's hash and the grader's version.
 
     The warnings also list each non-graded cell that names the grading mechanism
-    (:mod:`coursekit.course.scrutiny`): a hint for a person, never a change of score.
+    (:mod:`coursekit.course.grading.scrutiny`): a hint for a person, never a change of score.
     """
     all_references = load_references(reference_dir)
     references = assignments.select(all_references, assignment)
-    found, warnings = find_submissions(submissions_dir, all_references)
+    if source:
+        found, warnings, _ = lms.find_lms_submissions(submissions_dir, source, all_references, references)
+    else:
+        found, warnings = find_submissions(submissions_dir, all_references)
+        warnings += lms.hint(submissions_dir)
     if assignment:
         warnings += assignments.unassigned_warnings(found, references, all_references)
     names = {ref.name for ref in references}
@@ -257,8 +262,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
                  cell_timeout=cell_timeout, notebook_timeout=notebook_timeout, executed_dir=executed))
              for student, ref, path in tasks if (student, ref.name) not in results}
     if previous is not None and progress:
-        print(f"regrade: {len(calls)} of {len(tasks)} notebooks changed (submission or judges); "
-              f"{len(results)} kept from the previous grades", file=sys.stderr, flush=True)
+        print(regrade.summary_line(previous, prints, len(calls), len(results)), file=sys.stderr, flush=True)
     by_key = {(student, ref.name): ref for student, ref, _ in tasks}
 
     def failed(key, exc):
@@ -278,14 +282,20 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         rows = results[student, ref.name]
         fresh = (student, ref.name) in calls
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
-    for student, ref, path in tasks:      # cells that name the grading mechanism: for a person to read
+    return scores, [one_line(w) for w in warnings + _scrutiny(tasks)]    # printed and written to grades.md
+
+
+def _scrutiny(tasks) -> list[str]:
+    """Cells that name the grading mechanism, for a person to read (:mod:`.scrutiny`)."""
+    warnings = []
+    for student, ref, path in tasks:
         try:
             # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
             warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
                 if path else []
         except Exception:                 # unreadable: already scored 0 with its reason
             pass
-    return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
+    return warnings
 
 
 def _absolute(path):

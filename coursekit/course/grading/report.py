@@ -17,7 +17,8 @@ from pathlib import Path
 from .escape import csv_cell, markdown_text
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
-           "submission_sha256", "judge_sha256", "grader"]   # the last three: see coursekit.course.regrade
+           "submission_sha256", "judge_sha256", "grader",   # these three: see coursekit.course.grading.regrade
+           "grader_fault"]                                  # the grader caused it: see coursekit.course.grading.scores
 
 
 def number(value) -> str:
@@ -34,7 +35,8 @@ def write_csv(scores, path) -> Path:
         for s in scores:
             writer.writerow([csv_cell(s.student), csv_cell(s.notebook), csv_cell(s.cell_id), number(s.points),
                              number(s.max_points), csv_cell(s.reason), csv_cell(s.protection),
-                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader)])
+                             s.submission_sha256, s.judge_sha256, csv_cell(s.grader),
+                             "true" if s.grader_fault else "false"])
     return path
 
 
@@ -47,8 +49,9 @@ def _cell(text: str) -> str:
     return _md(text)
 
 
-def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
-    """The Markdown summary (see the module docstring)."""
+def summary_markdown(scores, warnings=(), protection=(), assigned=(), names=None) -> str:
+    """The Markdown summary (see the module docstring). ``names`` (``{student: name}``, from an LMS's
+    download or roster, where students are user ids) adds each student's name to the table."""
     notebooks = list(dict.fromkeys(s.notebook for s in scores))
     students = list(dict.fromkeys(s.student for s in scores))
     got, out_of = {}, dict.fromkeys(notebooks, 0)
@@ -59,7 +62,7 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     total = sum(out_of.values())
 
     lines = ["# Grades", ""]
-    if assigned:   # --assignment: say which exercises this table covers (see coursekit.course.assignment)
+    if assigned:   # --assignment: say which exercises this table covers (see coursekit.course.grading.assignment)
         lines += [f"Assigned: {', '.join(f'`{name}`' for name in assigned)} (only these are graded and totalled).", ""]
     header = ["student"] + [f"{nb} (/{number(out_of[nb])})" for nb in notebooks] + [f"total (/{number(total)})"]
     lines.append("| " + " | ".join(_cell(h) for h in header) + " |")
@@ -67,7 +70,8 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     for student in students:
         row = [number(got[student, nb]) for nb in notebooks]
         row.append(number(sum(got[student, nb] for nb in notebooks)))
-        lines.append("| " + " | ".join([_cell(student)] + row) + " |")
+        shown = f"{student} · {names[student]}" if names and names.get(student) else student
+        lines.append("| " + " | ".join([_cell(shown)] + row) + " |")
 
     lines += ["", "## Lost points", ""]
     lost = [s for s in scores if s.points < s.max_points]
@@ -85,9 +89,9 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=()) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_reports(scores, csv_path, warnings=(), protection=(), assigned=()) -> tuple[Path, Path]:
+def write_reports(scores, csv_path, warnings=(), protection=(), assigned=(), names=None) -> tuple[Path, Path]:
     """Write the CSV and the Markdown summary next to it; return both paths."""
     csv_path = write_csv(scores, csv_path)
     md_path = csv_path.with_suffix(".md")
-    md_path.write_text(summary_markdown(scores, warnings, protection, assigned), encoding="utf-8")
+    md_path.write_text(summary_markdown(scores, warnings, protection, assigned, names), encoding="utf-8")
     return csv_path, md_path

@@ -43,7 +43,7 @@ LIBRARY_MOUNT = "/opt/coursekit"        # inside the sandbox: the coursekit pack
 HOME_MOUNT = "/home/student"            # inside the sandbox: the kernel's working directory
 SHARED_CACHE_ENV = "COURSEKIT_CUDA_SHARED_CACHE"
 SHARED_CACHE_MOUNT = "/opt/coursekit-shared-cache"
-PACKAGE_DIR = Path(__file__).resolve().parents[1]          # .../coursekit
+PACKAGE_DIR = Path(__file__).resolve().parents[2]          # .../coursekit
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 SANDBOX_UID = 1000                      # the kernel's uid and gid inside its user namespace (never 0)
@@ -254,7 +254,7 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
 
     ``env`` is what the kernel may see (see :func:`sandbox_env`); ``cgroup_procs`` the run's
     ``cgroup.procs`` files, joined by the launcher before anything can fork; ``report_dir`` the
-    folder where graded cells write their observations (see :mod:`coursekit.course.check`),
+    folder where graded cells write their observations (see :mod:`coursekit.course.student.check`),
     mounted at the same path; ``bwrap_flags`` the optional flags :func:`detect` found. With
     bubblewrap and no ``workdir``, the kernel's working folder is a private size-capped tmpfs.
     """
@@ -281,7 +281,7 @@ def kernel_command(kernel_argv: list[str], *, workdir, ipc_dir, env: dict[str, s
 
 
 def _shared_cache_args(inside_env: dict[str, str]) -> list[str]:
-    """The grader's compiled-kernel cache (coursekit/course/kernel_cache.py), mounted read-only: a run
+    """The grader's compiled-kernel cache (coursekit/course/grading/kernel_cache.py), mounted read-only: a run
     reads what the grader built and cannot plant anything there for the next run."""
     shared = inside_env.get(SHARED_CACHE_ENV)
     if not shared or not os.path.isdir(shared):

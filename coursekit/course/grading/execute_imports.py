@@ -1,7 +1,7 @@
 """What the runner's child imports before it drives a kernel, in one place.
 
-:mod:`coursekit.course.execute` calls :func:`load` first thing; the grader's forkserver
-(:mod:`coursekit.course.child`) imports this module once, so that each forked child starts with
+:mod:`coursekit.course.grading.execute` calls :func:`load` first thing; the grader's forkserver
+(:mod:`coursekit.course.grading.child`) imports this module once, so that each forked child starts with
 all of it already loaded. Standard library and Jupyter's client libraries only: nothing here reads
 the environment a run is given (the fork sets that afterwards).
 """

@@ -177,27 +177,32 @@ def find_submissions(submissions_dir, references: list):
             )
     for student, reason in refused.items():
         found.pop(student, None)
-    students = {}
-    for student, files in found.items():
-        students[student] = {}
-        # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
-        for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
-            name = _match(_notebook_name(path), names)
-            if name is None:
-                warnings.append(f"{student}: ignored {printable_name(path.name)}: it matches no reference notebook "
-                                f"({', '.join(names)})")
-            elif name in students[student]:
-                kept = printable_name(students[student][name].name)
-                warnings.append(f"{student}: two submissions for {name} ({kept}, {printable_name(path.name)}); "
-                                f"graded {kept}")
-            elif not inside(submissions_dir, path) or link_in_path(submissions_dir, path.parent):
-                students[student][name] = Refused(printable_name(path.name), "refused: the path leaves the "
-                                                  "submissions folder through a symbolic link")
-            else:
-                students[student][name] = path
+    students = {student: _by_exercise(submissions_dir, student, files, names, warnings)
+                for student, files in found.items()}
     for student, reason in refused.items():
         students[student] = {name: Refused(student, reason) for name in names}
     return students, warnings
+
+
+def _by_exercise(submissions_dir: Path, student: str, files: list, names: list[str], warnings: list[str]) -> dict:
+    """``{reference name: path or Refused}`` for one student's notebooks; what is ignored goes to ``warnings``."""
+    chosen: dict = {}
+    # Exact names first, so that 05_logreg.ipynb wins over 05_logreg-Copy1.ipynb.
+    for path in sorted(files, key=lambda p: (_exact(_notebook_name(p), names) is None, str(p))):
+        name = _match(_notebook_name(path), names)
+        if name is None:
+            warnings.append(f"{student}: ignored {printable_name(path.name)}: it matches no reference notebook "
+                            f"({', '.join(names)})")
+        elif name in chosen:
+            kept = printable_name(chosen[name].name)
+            warnings.append(f"{student}: two submissions for {name} ({kept}, {printable_name(path.name)}); "
+                            f"graded {kept}")
+        elif not inside(submissions_dir, path) or link_in_path(submissions_dir, path.parent):
+            chosen[name] = Refused(printable_name(path.name), "refused: the path leaves the "
+                                   "submissions folder through a symbolic link")
+        else:
+            chosen[name] = path
+    return chosen
 
 
 def reference_for(path, references: list) -> "object | None":

@@ -33,7 +33,7 @@ because the check itself was stubbed out.
 the student's own cells: code there can rewrite the cell before it runs (an IPython input
 transformer), replace the functions it calls (``np.allclose``, coursekit), or write whatever the
 runner reads from the kernel. So a graded cell should be written as a *probe* and a *judge* with
-:func:`coursekit.course.check.graded_check` (the call names the cell's id)::
+:func:`coursekit.course.student.check.graded_check` (the call names the cell's id)::
 
     def inputs(rng, small): ...      # the check's data from a seeded generator
     def probe(**inputs): ...         # calls the student's code; returns observations (plain data)
@@ -43,10 +43,10 @@ runner reads from the kernel. So a graded cell should be written as a *probe* an
 In JupyterLab the three run in the kernel and the cell asserts and prints its PASSED line as
 before. When grading, the kernel also writes the observations in a safe format (``.npy`` arrays and
 JSON, never a pickle) and the grader's own process re-runs ``inputs`` and ``judge`` from the
-*reference* source on them (:mod:`coursekit.course.judge`); its verdict is the grade, and a cell
+*reference* source on them (:mod:`coursekit.course.grading.judge`); its verdict is the grade, and a cell
 that reported nothing in the run scores 0 whatever the kernel says. The inputs come from a seed new
 in every grading run. What stays forgeable — the observations themselves, which the student's
-process reports — is spelled out in :mod:`coursekit.course.check`. A graded cell written with
+process reports — is spelled out in :mod:`coursekit.course.student.check`. A graded cell written with
 plain asserts still works, but it judges itself inside the kernel, where all of the above can fool
 it. The judge sees only the cell's own names: import what ``inputs`` and
 ``judge`` use inside the cell; the probe may use anything the notebook defined.

@@ -1,7 +1,7 @@
 """What happened to each cell of a run, from the runner child's event log (see :mod:`.execute`).
 
 :func:`read_events` turns the events into one :class:`CellOutcome` per code cell. For a graded cell
-judged outside the kernel (:mod:`coursekit.course.check`) the judge's verdict is the outcome; the
+judged outside the kernel (:mod:`coursekit.course.student.check`) the judge's verdict is the outcome; the
 kernel's own report ("the cell ran without error") never makes such a cell pass by itself.
 """
 

@@ -2,10 +2,10 @@
 
 :func:`judge_cells` runs after a notebook has been executed, in the runner's own process (outside
 the sandbox, never in the student's kernel). For each graded cell written with
-:func:`coursekit.course.check.graded_check` it executes the cell's *restored* source — the
+:func:`coursekit.course.student.check.graded_check` it executes the cell's *restored* source — the
 reference's, which the grader put back before the run — with the check switched to judging, so
 the cell's ``inputs`` and ``judge`` functions run here, on this process's NumPy and coursekit, on
-the observations the kernel wrote in the safe format. See :mod:`coursekit.course.check` for the
+the observations the kernel wrote in the safe format. See :mod:`coursekit.course.student.check` for the
 threat model. The runner's child calls it after the kernel has gone, inside the run's cgroup
 (or the runner's memory polling), so a judge made to allocate meets the run's memory limit; each
 cell's judge gets ``time_limit`` seconds.
@@ -18,7 +18,7 @@ import io
 import signal
 import threading
 
-from .check import NotReported, judging
+from ..student.check import NotReported, judging
 
 JUDGED_CALL = "graded_check("
 

@@ -1,6 +1,6 @@
 """Cells for a person to read: a student's own code that names the grading mechanism.
 
-The probe/judge split (:mod:`coursekit.course.check`) keeps the comparison out of the student's
+The probe/judge split (:mod:`coursekit.course.student.check`) keeps the comparison out of the student's
 kernel, but the observations remain the student's process's word: a notebook that sets out to
 forge them reaches for the machinery — the report folder's environment variables,
 ``graded_check``, IPython's input transformers and event hooks, the runner's event log, another
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import re
 
-from .graded import is_graded
+from ..authoring.graded import is_graded
 
 #: what a cell's source is searched for: a name, and the pattern that finds it
 GRADING_NAMES = {
     "COURSEKIT_REPORT": r"COURSEKIT_REPORT",                    # a grading run's report folder and nonce
     "graded_check": r"graded_check",                            # the probe/judge mechanism
-    "coursekit.course": r"coursekit\.course(?:\.| +import +)(?:check|judge|grader|runner|sandbox)\b",
+    "coursekit.course": r"coursekit\.course(?:\.(?:student|grading))?(?:\.| +import +)(?:check|judge|grader|runner|sandbox)\b",
     "input_transformers": r"input_transformers",                # IPython: rewrite cells before they run
     "ast_transformers": r"ast_transformers",
     "events.register": r"events\.register",                     # IPython: run code around every cell

@@ -37,7 +37,7 @@ A kernel determined to cheat can report values that did not come from the studen
 instance the judge's own reference, recomputed in a hook on the run's inputs), and any observation
 about the student's graph (op names, devices, transfer counts) is the student's process's word.
 The grader lists, under "Warnings" in ``grades.md``, every non-graded cell that names these
-mechanisms (see :mod:`coursekit.course.scrutiny`), for a person to read: a hint that changes no
+mechanisms (see :mod:`coursekit.course.grading.scrutiny`), for a person to read: a hint that changes no
 score, and that code building the names from pieces escapes.
 
 Observations are plain data: NumPy arrays and scalars (kept with their dtype), and ``None``,
