@@ -11,7 +11,8 @@ since only shapes set the work), so that one run on a GPU measures them next to 
 * lesson 10: the MLP step (5 tanh layers of 40, 600 x 64 inputs, SGD) and the conv-net step (8 filters 3x3,
   2x2 pooling, a dense softmax layer, Adam).
 
-Each builder returns ``(name, function, args)``; the functions are compiled on the current device.
+Each builder returns ``(name, function, args)``; the functions are compiled on the current device (``mode``:
+the compilation mode, e.g. ``get_mode("FAST_RUN").without_cuda_graphs()`` for the ordinary call).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _one_hot(rng, n, classes=10):
     return np.eye(classes, dtype="float32")[rng.integers(0, classes, n)]
 
 
-def logistic(variant, n=400, feats=784, seed=5):
+def logistic(variant, n=400, feats=784, seed=5, mode=None):
     """Lesson 5's step: ``variant`` "as written" (x, y passed each call; prediction and xent returned)
     or "tuned" (x, y shared, nothing returned)."""
     rng = np.random.default_rng(seed)
@@ -50,11 +51,11 @@ def logistic(variant, n=400, feats=784, seed=5):
     cost = xent.mean() + 0.01 * (w ** 2).sum()
     gw, gb = T.grad(cost, [w, b])
     outputs = [p_1 > 0.5, xent] if variant == "as written" else []
-    fn = theano.function(inputs, outputs, updates=[(w, w - 0.01 * gw), (b, b - 0.01 * gb)])
+    fn = theano.function(inputs, outputs, updates=[(w, w - 0.01 * gw), (b, b - 0.01 * gb)], mode=mode)
     return f"lesson 5 step {variant}, N={n}", fn, args
 
 
-def rnn_scan(steps=100, hidden=64, seed=8):
+def rnn_scan(steps=100, hidden=64, seed=8, mode=None):
     """Lesson 8's RNN: h = tanh(x_t W + h U + b) over ``steps`` steps, the last state kept on the device."""
     rng = np.random.default_rng(seed)
     W, U = (theano.shared((scale * rng.standard_normal((hidden, hidden)) / np.sqrt(hidden)).astype("float32"))
@@ -64,10 +65,10 @@ def rnn_scan(steps=100, hidden=64, seed=8):
     h0, h_last = (theano.shared(np.zeros(hidden, "float32")) for _ in range(2))
     hs, _ = theano.scan(lambda x_t, h, W, U, b: T.tanh(T.dot(x_t, W) + T.dot(h, U) + b),
                         sequences=xs, outputs_info=h0, non_sequences=[W, U, b], name="rnn")
-    return f"lesson 8 RNN scan, {steps} steps", theano.function([], [], updates=[(h_last, hs[-1])]), ()
+    return f"lesson 8 RNN scan, {steps} steps", theano.function([], [], updates=[(h_last, hs[-1])], mode=mode), ()
 
 
-def mlp_step(n=600, features=64, width=40, depth=5, seed=10):
+def mlp_step(n=600, features=64, width=40, depth=5, seed=10, mode=None):
     """Lesson 10's MLP step: ``depth`` tanh layers of ``width``, softmax, mean cross-entropy, SGD."""
     rng = np.random.default_rng(seed)
     x = theano.shared(rng.random((n, features)).astype("float32"))
@@ -82,7 +83,7 @@ def mlp_step(n=600, features=64, width=40, depth=5, seed=10):
     loss = -(t * T.log(p)).sum() * np.float32(1.0 / n)
     params = weights + biases
     updates = [(v, v - 0.1 * g) for v, g in zip(params, T.grad(loss, params))]
-    return f"lesson 10 MLP step, {depth}x{width}", theano.function([], [], updates=updates), ()
+    return f"lesson 10 MLP step, {depth}x{width}", theano.function([], [], updates=updates, mode=mode), ()
 
 
 def _adam(params, grads, rate=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
@@ -97,7 +98,7 @@ def _adam(params, grads, rate=0.01, beta1=0.9, beta2=0.999, eps=1e-8):
     return updates
 
 
-def convnet_step(n=600, filters=8, seed=11):
+def convnet_step(n=600, filters=8, seed=11, mode=None):
     """Lesson 10's conv net: 3x3 'half' convolution, tanh, 2x2 max pooling, a dense log-softmax, Adam."""
     rng = np.random.default_rng(seed)
     x = theano.shared(rng.random((n, 1, 8, 8)).astype("float32"))
@@ -110,7 +111,7 @@ def convnet_step(n=600, filters=8, seed=11):
     flat = pool_2d(maps, ws=(2, 2), ignore_border=True).reshape((n, features))
     loss = -(t * T.nnet.log_softmax(T.dot(flat, W) + b)).sum() * np.float32(1.0 / n)
     params = [kernels, b_conv, W, b]
-    step = theano.function([], [], updates=_adam(params, T.grad(loss, params)))
+    step = theano.function([], [], updates=_adam(params, T.grad(loss, params)), mode=mode)
     return f"lesson 10 conv-net step, {filters} filters", step, ()
 
 
