@@ -6,7 +6,11 @@
 * ``coursekit calibrate [--name NAME]`` measures this machine's GPU and saves it as a cost-model preset
   (see docs/gpu-model.md); without a GPU it says it needs one;
 * ``coursekit gpu-models [NAME...]`` lists the presets of the modelled GPU (built-in and calibrated),
-  with their figures and sources.
+  with their figures and sources;
+* ``coursekit start [DIR]`` copies the student course into DIR (never over a student's change) and opens
+  JupyterLab on it; ``coursekit doctor`` says what this machine has and lacks for each lesson;
+* ``coursekit release OUT`` writes the student folder and zip for an LMS or a hub; ``setup-cells`` and
+  ``colab-table`` write the notebooks' setup cell and the README's Colab table (authors).
 
 See docs/teaching.md for the whole workflow. Only the course machinery is imported here, lazily,
 so that these commands work even while the array compiler is being changed.
@@ -20,6 +24,7 @@ import sys
 from pathlib import Path
 
 from coursekit.config import config
+from coursekit.course.student import doctor, start
 
 
 def usable_cores() -> int:
@@ -174,6 +179,34 @@ def _gpu_models(args) -> int:
     return 0
 
 
+def _start(args) -> int:
+    try:
+        copied = start.copy_course(args.dir, update=args.update)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    folder = Path(args.dir)
+    print(f"course folder: {folder.resolve()}")
+    for line in copied.lines(folder):
+        print(line)
+    if args.no_lab:
+        print(f"open {folder / start.FIRST_LESSON} in Jupyter to begin (or run `coursekit start {folder}`).")
+        return 0
+    return start.open_lab(folder)
+
+
+def _doctor(args) -> int:
+    lines, status = doctor.report()
+    print("\n".join(lines))
+    return status
+
+
+def _authoring(args) -> int:
+    from coursekit.course.authoring import commands
+
+    return getattr(commands, args.authoring)(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="coursekit", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -233,6 +266,35 @@ def build_parser() -> argparse.ArgumentParser:
                                          "COURSEKIT_FLAGS=gpu_model=NAME); with names, also their sources.")
     gm.add_argument("names", nargs="*", help="presets to show in full (default: all, without sources)")
     gm.set_defaults(func=_gpu_models)
+
+    st = commands.add_parser("start", help="copy the student course into a folder and open JupyterLab on it",
+                             description="Copy the lessons and exercises out of the installed package into DIR "
+                                         "and open JupyterLab there at lesson 1. A notebook you changed is never "
+                                         "overwritten; a later start adds what is new and says what it kept.")
+    st.add_argument("dir", nargs="?", default=start.DEFAULT_DIR, help=f"course folder (default: {start.DEFAULT_DIR})")
+    st.add_argument("--update", action="store_true", help="also replace notebooks you have not changed with their "
+                                                          "newer version (after upgrading coursekit)")
+    st.add_argument("--no-lab", action="store_true", help="copy only; do not open JupyterLab")
+    st.set_defaults(func=_start)
+
+    dr = commands.add_parser("doctor", help="what this machine has and lacks for each lesson",
+                             description="Check Python, the C++ compiler (lessons 7, 9, 11), CuPy and a GPU, "
+                                         "JupyterLab and bubblewrap, and print the fix for each gap.")
+    dr.set_defaults(func=_doctor)
+
+    rl = commands.add_parser("release", help="write the student folder and zip (for an LMS or a hub)",
+                             description="Write the student course (lessons and exercises, no solutions) to OUT "
+                                         "and OUT.zip, and check both for answer lines.")
+    rl.add_argument("out", help="a new folder")
+    rl.set_defaults(func=_authoring, authoring="run_release")
+
+    sc = commands.add_parser("setup-cells", help="write the setup cell into every lesson and solution (authors)")
+    sc.add_argument("--check", action="store_true", help="write nothing; exit 1 listing notebooks to update")
+    sc.set_defaults(func=_authoring, authoring="run_setup_cells")
+
+    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table (authors)")
+    ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
+    ct.set_defaults(func=_authoring, authoring="run_colab_table")
     return parser
 
 
