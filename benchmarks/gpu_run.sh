@@ -34,6 +34,7 @@ OUT=${OUT:-$REPO/gpu-run-out}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-run.XXXXXX")
 mkdir -p "$OUT" "$WORK/results" "$WORK/config"
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg COURSEKIT_CONFIG_DIR="$WORK/config" COURSEKIT_FLAGS=device=gpu
+export XLA_PYTHON_CLIENT_PREALLOCATE=false   # JAX would otherwise take 75% of the card from the steps after it
 export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"
 PY=${PYTHON:-python3}
 [ -x "$REPO/.venv/bin/python" ] && [ $DRY = 1 ] && PY=${PYTHON:-$REPO/.venv/bin/python}
@@ -92,7 +93,12 @@ else   # the dry run's rows are stand-in times: held out against the committed c
 fi
 step gpu-kernels 90 "$PY" benchmarks/gpu_kernels.py --out "$WORK/results" $SMALL
 step run-py 120 "$PY" benchmarks/run.py --device gpu --quick $QUICK --out "$WORK/results"
-# the notebooks: what time is left, lessons first (they time things: one at a time), then solutions
+# the notebooks: what time is left of the call's budget (GPU_RUN_SECONDS, default 480), lessons first (they
+# time things: one at a time), then solutions; no notebook starts after the deadline
+if [ $DRY = 0 ]; then
+  DEADLINE=$(( ${GPU_RUN_SECONDS:-480} - SECONDS - 60 ))
+  [ "$DEADLINE" -lt 30 ] && DEADLINE=30
+fi
 step notebooks $((DEADLINE + 60)) "$PY" benchmarks/gpu_run.py notebooks --dest "$WORK/gpu-runs" \
   --deadline "$DEADLINE" --tar "$OUT/gpu-runs.tar.gz" $NOTEBOOKS
 say "done in $SECONDS s; results in $OUT (card.txt, log.txt, summary.txt, results.tar.gz, gpu-runs.tar.gz)"
