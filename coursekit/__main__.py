@@ -76,7 +76,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course.grading import cluster, export, regrade, roundtrip
     from coursekit.course.grading.grader import grade
-    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.report import isolation_lines, number, write_reports
     from coursekit.course.grading.sandbox import detect
 
     try:
@@ -102,12 +102,10 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    guard = detect()
-    print(f"isolation: {guard.label}", file=sys.stderr)
-    for line in guard.describe():
-        print(f"  {line}", file=sys.stderr)
+    isolation = isolation_lines(scores, None if args.cluster else detect())   # from the rows: where runs ran
+    print("isolation:", *isolation, sep="\n  ", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+    csv_path, md_path = write_reports(scores, args.out, warnings, isolation, assigned,
                                       lms.names if lms else None)
     roundtrip.save(args)
     students = len({s.student for s in scores})
@@ -292,9 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="write nothing; exit 1 listing notebooks to update")
     sc.set_defaults(func=_authoring, authoring="run_setup_cells")
 
-    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table (authors)")
+    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table and the notebooks' "
+                                                  "Colab links (authors)")
     ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
     ct.set_defaults(func=_authoring, authoring="run_colab_table")
+
+    tp = commands.add_parser("text-pairs", help="write each lesson's text pair, notebooks/text/NN_name.py (authors)")
+    tp.add_argument("--check", action="store_true", help="write nothing; exit 1 listing pairs out of date")
+    tp.set_defaults(func=_authoring, authoring="run_text_pairs")
     return parser
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 
 from .. import wiring
 from ..config import config
@@ -40,6 +39,7 @@ from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import MISSING, CallPlan, generate_call
 from .cudagraph import GraphCall
+from .program import Cell, LinkedProgram
 from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
@@ -129,6 +129,23 @@ class Function:
             self.inherit_before = [None if v is None else (storage[v], storage[node.outputs[0]])
                                    for v, node in zip(inherits, nodes)]
         self._build_call()
+
+    # --------------------------------------------------- Theano's introspection
+    @property
+    def fn(self):
+        """Theano's ``f.fn``: the linked program (nodes, thunks, storage; calling it runs them: program.py)."""
+        if self.__dict__.get("_program") is None:
+            self._program = LinkedProgram(self)
+        return self._program
+
+    @property
+    def input_storage(self):
+        return [Cell(i.variable, cell) for i, cell in zip(self.input_specs, self.input_cells)]
+
+    @property
+    def output_storage(self):
+        fgraph = self.maker.fgraph
+        return [Cell(v, self.storage_map[v]) for v in fgraph.outputs[:fgraph.n_outputs]]
 
     # ----------------------------------------------------------------- hooks
     @property
@@ -300,7 +317,7 @@ def _same_kind(exc, detail):
     for cls in type(exc).__mro__:
         try:
             return cls(f"{type(exc).__name__}: {detail}" if cls is not type(exc) else detail)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- the exception's own class may refuse a message: try the next
             continue
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 

@@ -1,8 +1,8 @@
-"""Theano tensor names that libraries written for Theano call and the course itself never needed.
+"""More of the tensor surface: broadcast patterns, padding and squeezing axes, masks, and more elementwise math.
 
-Lasagne, Keras 1.x and the old tutorials reach for ``T.addbroadcast``, ``T.shape_padleft``, ``T.squeeze``,
-``T.isnan``, ``T.any``, ``T.inv``, ``T.Variable``...  Each is built here from coursekit's own ops, so it
-has a gradient and a GPU twin wherever the op it is made of has one.  The elementwise functions are new
+``T.addbroadcast``, ``T.shape_padleft``, ``T.squeeze``, ``T.isnan``, ``T.any``, ``T.inv``, ``T.nonzero``... are
+what libraries built on the tensor surface (Lasagne, Keras 1.x) call beyond the lessons' ops.  Each is built
+here from coursekit's own ops, so it has a gradient and a GPU twin wherever the op it is made of has one.  The elementwise functions are new
 scalar ops (a NumPy ufunc, a gradient, a CUDA C expression), registered like the built-in ones.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Variable  # noqa: F401  (T.Variable: Theano's tensor namespace re-exported it)
 from ..scalar.ops import ScalarOp, register
-from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr
+from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr  # noqa: A004  (Theano's T.pow)
 from .math import abs as _abs, exp, log, sqrt, zeros_like  # noqa: F401
 from .type import TensorType
 from .var import as_tensor_variable

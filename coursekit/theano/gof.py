@@ -11,9 +11,10 @@ from collections import deque
 
 from ..fgraph import FunctionGraph  # noqa: F401
 from ..graph import Apply, Constant, Op, Type, Variable, apply_nodes_between, clone_replace  # noqa: F401
+from ..rewriting.registration import LocalOptimizer, OpRemove, local_optimizer  # noqa: F401  (theano.gof.opt)
 
 __all__ = ["Apply", "Constant", "Op", "Type", "Variable", "FunctionGraph", "ancestors", "inputs",
-           "io_toposort", "is_same_graph", "clone", "variables"]
+           "io_toposort", "is_same_graph", "clone", "variables", "LocalOptimizer", "OpRemove", "local_optimizer"]
 
 
 def ancestors(variable_list, blockers=None):

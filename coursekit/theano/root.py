@@ -11,12 +11,12 @@ import importlib
 
 import coursekit
 
-from .. import compile, ifelse, sandbox, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
+from .. import compile, gradient, ifelse, tensor  # noqa: F401,A004  (theano.compile, theano.ifelse ...)
 from ..compile.io import In
 from ..graph import Constant, Variable, clone_replace, graph_inputs
 from ..scan_module import foldl, foldr, map, reduce  # noqa: F401,A004  (theano.map ...: scan shorthands)
-from . import gof, gpuarray, gradient  # noqa: F401
-from .gradient import Lop, Rop  # noqa: F401  (Theano's top level had them: from theano.gradient import Rop, Lop)
+from ..rop import Lop, Rop  # noqa: F401  (Theano's top level had them: from theano.gradient import Rop, Lop)
+from . import gof, gpuarray, sandbox  # noqa: F401
 from ..config import config
 
 change_flags = config.change  # Theano's change_flags(floatX=...): a context manager, and a decorator as Theano's was
