@@ -91,7 +91,8 @@ def kernel_rows(cupy, model, small):
         d_in = cupy.asarray(rng.standard_normal((n, n)).astype(np.float32))
         d_out = cupy.empty_like(d_in)
         kernel = cupy.RawKernel(source, name)
-        launch = (lambda k=kernel, o=d_out, i=d_in: k((n // 32, n // 32), (32, 8), (o, i, np.int32(n))))
+        def launch(k=kernel, o=d_out, i=d_in):
+            k((n // 32, n // 32), (32, 8), (o, i, np.int32(n)))
         rows.append((f"lesson 11 transpose {label}, n={n}", launch, loads * scale, stores * scale, n * n))
     gather = lesson_source("GATHER_SOURCE")
     g_count, g = 1 << 14, (1 << 16 if small else 1 << 24)
@@ -103,7 +104,8 @@ def kernel_rows(cupy, model, small):
         loads, stores = counted(gather, "gather", (cuda.Out(np.empty_like(src)), cuda.In(src), np.int32(g_count),
                                                    np.int32(stride)), (256, 1, 1), (g_count // 256, 1))
         scale = g / g_count
-        launch = (lambda s=stride: kernel((g // 256,), (256,), (d_dst, d_src, np.int32(g), np.int32(s))))
+        def launch(s=stride):
+            kernel((g // 256,), (256,), (d_dst, d_src, np.int32(g), np.int32(s)))
         rows.append((f"lesson 11 gather stride {stride}, n=2^{g.bit_length() - 1}", launch, loads * scale,
                      stores * scale, g))
     results = []
