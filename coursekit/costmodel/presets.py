@@ -162,20 +162,13 @@ _COMMON = dict(memory_efficiency=("guess", "80% of the datasheet bandwidth is wh
                alloc_no_pool=_MALLOC, alloc_no_pool_small=_MALLOC, alloc_pool=_POOL, link_latency=_LATENCY,
                link_pageable=_PAGEABLE)
 
-# The H100 bands: measured / modelled over the corpus of benchmarks/model_accuracy.py (two runs of ten rows
-# on the lent H100; see docs/gpu-model.md).  `benchmarks/model_accuracy.py --held-out` re-derives them, and
-# tests/test_model_accuracy.py checks that these numbers are what the corpus gives.
-# * H100_BAND, the one quoted: HELD OUT, leaving one workload out (both runs): the corpus's spread widened by
-#   the worst factor by which a left-out workload fell outside the band fitted without it (W4's 1000^3 GEMM,
-#   x1.22 above; the 16 MiB copy, x1.05 below).  Held out, 14 of 18 rows fell inside their training band.
-# * H100_BAND_IN_SAMPLE: fitted on every row and judged on the same rows, so every row is inside by
-#   construction: agreement, not an error estimate.
-# * H100_BAND_LARGE: one workload (64 MiB, two runs) has a copy of 32 MiB or more, so nothing can be held out:
-#   an in-sample spread, said so wherever it is shown.
-# * Every corpus call is ONE kernel launch (and 0-4 host copies).  Calls of more launches get
-#   H100_BAND_MANY_LAUNCHES until they are measured: the one many-launch call ever measured (lesson 5's step as
-#   the tutorial wrote it, 13 launches on the device path of 2026-11-24) ran 1.104 ms against 317 µs
-#   modelled, x3.5 (benchmarks/results/2026-11-24-intel-xeon-16c-gpu-h100-80gb-hbm3-quick.md, W3 row).
+# The H100 bands, measured / modelled over the corpus of benchmarks/model_accuracy.py (2 runs x 10 rows on the
+# lent H100; docs/gpu-model.md); `model_accuracy.py --held-out` re-derives them, tests/test_model_accuracy.py checks.
+# BAND, the one quoted, is HELD OUT (one workload left out at a time: 14 of 18 rows inside; the spread widened by
+# the worst miss, W4's GEMM x1.22 above, the 16 MiB copy x1.05 below); IN_SAMPLE is the corpus's own spread
+# (agreement by construction, not an error); LARGE has one workload, so it is in-sample only.  Every corpus call
+# is one kernel launch: more launches get MANY_LAUNCHES until measured, topped by the one many-launch call ever
+# measured (lesson 5's step as written: 1.104 ms vs 317 µs modelled, x3.5; H100_QUICK's W3 row).
 H100_BAND = (0.76, 1.79)
 H100_BAND_IN_SAMPLE = (0.79, 1.46)
 H100_BAND_LARGE = (2.04, 2.41)
@@ -344,12 +337,9 @@ def _percent(band):
 
 
 def band_text(spec, large_copies=False, launches=None):
-    """How far a real run may be from this preset's figure, in words a student reads beside it.
-
-    '-25%/+79%' (the held-out band), '+104%/+141% in-sample' (a call with a copy of 32 MiB or more:
-    one workload, nothing to hold out), '-25%/+250% at 13 launches, unmeasured' (a call of more kernel
-    launches than any measured one: the wider band, until such calls are measured), or 'uncalibrated'.
-    """
+    """How far a real run may be from this preset's figure: '-24%/+79%' (held out), '+104%/+141% in-sample'
+    (a copy of 32 MiB or more: one workload), '-24%/+250% at 13 launches, unmeasured' (more kernel launches than
+    any measured call: the wider band until such calls are measured), or 'uncalibrated'."""
     if not spec.band:
         return "uncalibrated"
     if large_copies and spec.band_large_copies:
