@@ -52,6 +52,7 @@ LOCAL_IMPORTS = {
     ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.authoring"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.authoring.mutation"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
