@@ -48,7 +48,6 @@ LOCAL_IMPORTS = {
     ("__main__", "course.grading.grader"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.report"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "costmodel.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.authoring"): LAZY + "each command-line subcommand loads only what it runs",
