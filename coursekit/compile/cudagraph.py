@@ -71,12 +71,16 @@ def sections(fgraph, nodes):
 
 
 def _ancestors(node):
+    """The nodes whose VALUES ``node`` reads.  A shape read (a mean's N) is not followed further up: shapes
+    are fixed while the graph is (any change of an input's shape drops it), and a graph-owned buffer keeps its
+    shape between replays, so host work on shapes runs before the graph, never between its kernels."""
     seen, stack = set(), list(node.inputs)
     while stack:
         var = stack.pop()
         if var.owner is not None and var.owner not in seen:
             seen.add(var.owner)
-            stack.extend(var.owner.inputs)
+            if not getattr(var.owner.op, "shape_only", False):
+                stack.extend(var.owner.inputs)
     return seen
 
 

@@ -56,8 +56,8 @@ class GpuOp(Op):
         return self.cpu_op.host_input(position, var)
 
     def _scalar_argument(self, var):
-        """A 0-d host value that this op's kernels take as a scalar argument (placement's host_scalars rule)."""
-        return getattr(self.cpu_op, "scalar_arguments", False) and var.type.ndim == 0
+        """A one-element host value (0-d, or every axis broadcastable) that this op's kernels take as a scalar argument (placement's host_scalars rule)."""
+        return getattr(self.cpu_op, "scalar_arguments", False) and all(var.type.broadcastable)
 
     def grad(self, inputs, output_grads):
         """The CPU op's gradient (a twin built by user code, e.g. ``gpu_contiguous``, is differentiated before

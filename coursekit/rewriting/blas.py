@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import current
 from ..graph import Constant
 from ..tensor.blas import Dot, Gemm, Gemv
 from ..tensor.elemwise import Elemwise
+from ..tensor.reduction import Sum
 from ..tensor.var import constant
 from . import local_rewrite
-from .patterns import ADD, MUL, NEG, SUB, cpu_scalar_op, scalar_constant, single_client
+from .patterns import ADD, MUL, NEG, SQR, SUB, cpu_scalar_op, scalar_constant, single_client
 
 
 def _scaled(var):
@@ -60,6 +62,8 @@ def dot_plus_to_gemm(fgraph, node):
         scale_z, z = _scaled(z_side)
         if dot.outputs[0].type.broadcastable != out.type.broadcastable or z.type.ndim > out.type.ndim:
             continue  # z would enlarge the result: not a GEMM
+        if _bias_fuses_into_readers(fgraph, z, out):
+            continue
         dtype = out.type.dtype
         if any(v.type.dtype != dtype for v in (z, *dot.inputs)):
             continue
@@ -67,6 +71,19 @@ def dot_plus_to_gemm(fgraph, node):
         alpha, beta = constant(np.asarray(dot_sign * scale_d, dtype)), constant(np.asarray(z_sign * scale_z, dtype))
         return [op(z, alpha, dot.inputs[0], dot.inputs[1], beta)]
     return None
+
+
+def _bias_fuses_into_readers(fgraph, z, out):
+    """Is ``dot + z`` better left to fusion?  When z is broadcast (a bias scalar or row) and every reader
+    of the sum is elementwise: BLAS reads and writes its output in one buffer, so a GEMM/GEMV with such
+    a z first copies it out in full (one more kernel on a GPU), while fusion recomputes the cheap add
+    inside each reader's kernel (``Composite``) and the product needs no copy at all.  Only for a GPU device:
+    on the CPU the copy is a memcpy as cheap as the add, and the graph keeps its one ``Gemv``."""
+    if z.type.broadcastable == out.type.broadcastable or not current().is_gpu:
+        return False
+    clients = fgraph.clients.get(out, [])
+    return bool(clients) and all(c != "output" and (isinstance(c.op, Elemwise) or getattr(c.op, "shape_only", False))
+                                 for c, _ in clients)
 
 
 @local_rewrite("specialize", "gemm", "blas", "inplace", tracks=[Gemm])
@@ -113,3 +130,28 @@ def fold_into_gemv(fgraph, node):
         return [type(gemv.op)()(z, constant(np.asarray(s * scale * a, dtype)), x, y,
                                 constant(np.asarray(1 + s * scale * b, dtype)))]
     return None
+
+
+@local_rewrite("specialize", "blas", tracks=[Sum])
+def sum_of_squares_to_dot(fgraph, node):
+    """sum(sqr(x)) (or sum(x * x)) of a float vector  ->  dot(x, x)
+
+    The L2 penalty of a training step squares a weight vector and sums it: two kernels on a GPU (the square
+    written to memory, then read back by the reduction), or one BLAS dot that reads ``x`` once.
+    """
+    if not isinstance(node.op, Sum) or node.op.axis != (0,):
+        return None
+    (sq,) = node.inputs
+    inner = sq.owner
+    op = cpu_scalar_op(inner)
+    if op == SQR:
+        x = inner.inputs[0]
+    elif op == MUL and len(inner.inputs) == 2 and inner.inputs[0] is inner.inputs[1]:
+        x = inner.inputs[0]
+    else:
+        return None
+    if (x.type.ndim != 1 or x.type.broadcastable[0] or not x.type.dtype.startswith("float")
+            or sq.type.dtype != x.type.dtype or node.outputs[0].type.dtype != x.type.dtype
+            or not single_client(fgraph, sq)):
+        return None
+    return [Dot()(x, x)]

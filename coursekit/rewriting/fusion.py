@@ -25,6 +25,7 @@ from ..scalar.composite import Composite, numba_wanted
 from ..tensor.elemwise import Elemwise
 from ..tensor.math import cast
 from . import global_rewrite
+from .patterns import RECOMPUTED
 
 
 def _fusable(node):
@@ -40,7 +41,8 @@ def fuse_elemwise(fgraph):
     already in the group: a chain, but also a diamond (``s = sigmoid(z)`` read
     by two ops that both end in the root), so a value used twice inside one
     kernel is computed once and never written to memory.  Nothing here recurses
-    over the graph's depth: a chain of 10,000 ops fuses like a chain of 3.
+    over the graph's depth: a chain of 10,000 ops fuses like a chain of 3.  A single cheap op read by
+    several elementwise readers (:func:`_recomputable`) is recomputed inside each of their kernels.
     """
     changes = 0
     numba = numba_wanted()
@@ -87,11 +89,24 @@ def _grow_group(fgraph, root):
             if producer in group or not _fusable(producer) or inp.type.ndim != out_ndim:
                 continue
             clients = fgraph.clients.get(inp, [])
-            if not clients or any(c == "output" or c not in group for c, _ in clients):
+            if not clients or any(c == "output" for c, _ in clients):
+                continue
+            if any(c not in group for c, _ in clients):
+                if _recomputable(fgraph, producer):
+                    group.add(producer)     # its inputs are the group's inputs: nothing above it joins
                 continue
             group.add(producer)
             stack.append(producer)
     return group
+
+
+def _recomputable(fgraph, node):
+    """May ``node`` be computed again inside each reader's kernel?  A single cheap op (``dot + b``) whose
+    readers are all elementwise: each fused reader recomputes it, so its result is never written to memory and
+    the node disappears once the last reader is fused (``dot + b`` read by the cost and by the gradient)."""
+    if node.op.scalar_op.name not in RECOMPUTED:
+        return False
+    return all(c != "output" and _fusable(c) for c, _ in fgraph.clients.get(node.outputs[0], []))
 
 
 def _build_composite(root, members):

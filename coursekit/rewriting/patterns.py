@@ -33,6 +33,11 @@ EXP, LOG, LOG1P, SQR, SQRT, ABS = (S.get(n) for n in ("exp", "log", "log1p", "sq
 SIGMOID, SOFTPLUS, SECOND, MAXIMUM = (S.get(n) for n in ("sigmoid", "softplus", "second", "maximum"))
 
 
+# one flop per element: cheaper for a fused kernel to redo than to write to memory and read back
+# (fusion recomputes such an op inside each elementwise reader; shape checks read through it)
+RECOMPUTED = ("add", "sub", "mul", "neg")
+
+
 def scalar_op_of(node):
     """The scalar op of an elementwise node (CPU ``Elemwise`` or its GPU twin), else None."""
     if node is None:

@@ -85,7 +85,7 @@ class _Placer:
         """Does ``var`` reach ``gpu_op`` as a kernel's scalar argument (host_scalars rule): a one-element host
         value read by an op whose kernels take such values (``scalar_arguments``), never one already on the device."""
         return (self.host_scalars is not None and getattr(gpu_op.cpu_op, "scalar_arguments", False)
-                and var.type.ndim == 0 and self.device_value(var) is None)
+                and all(var.type.broadcastable) and self.device_value(var) is None)
 
     def host(self, var):
         if var in self.host_of:
@@ -226,8 +226,9 @@ class _Placer:
 def host_scalars(fgraph):
     """Mark the scalar work that stays on the host (see the module docstring); ``place_on_device`` reads the mark.
 
-    A node stays when its outputs hold one element and each input is a constant, a host leaf (a function
-    input, a host shared variable) or the output of a node that stays on the host.  Runs before placement.
+    A node stays when its outputs hold one element and it reads only shapes, or each input is a constant, a
+    host leaf (a function input, a host shared variable) or the output of a node that stays on the host.
+    Runs before placement.
     """
     if fgraph.placed or getattr(fgraph, "host_scalar_nodes", None) is not None:
         return 0
@@ -235,7 +236,8 @@ def host_scalars(fgraph):
     for node in order:
         if not all(one_element(o) for o in node.outputs):
             continue
-        if all(isinstance(v, Constant) or (v.owner is None and not isinstance(v.type, GpuArrayType))
+        # a shape read (NumElements of a device array, for mean's 1/N) is host data wherever its input lives
+        if getattr(node.op, "shape_only", False) or all(isinstance(v, Constant) or (v.owner is None and not isinstance(v.type, GpuArrayType))
                or v.owner in stays for v in node.inputs):
             stays.add(node)
     for node in reversed(order):   # keep only what no device op would have to copy over again
@@ -253,7 +255,7 @@ def _takes_host_value(client, var, stays):
     if client == "output" or client in stays:
         return True
     op = client.op
-    if getattr(op, "scalar_arguments", False) and var.type.ndim == 0:
+    if getattr(op, "scalar_arguments", False) and all(var.type.broadcastable):   # 0-d, or 1/N broadcast: (1,)
         return True
     may_go = (getattr(op, "device", "cpu") == "gpu" or getattr(op, "gpu_name", None)
               or hasattr(op, "gpu_perform") or hasattr(op, "make_gpu_thunk"))

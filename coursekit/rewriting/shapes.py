@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..devices import current
 from ..graph import Apply, Op
 from ..tensor.elemwise import Elemwise
 from ..tensor.reduction import NumElements
 from ..tensor.shape import Shape
 from . import local_rewrite
-from .patterns import SECOND, scalar_op_of
+from .patterns import RECOMPUTED, SECOND, scalar_op_of
 
 SHAPE_WALK_LIMIT = 64
 
@@ -180,3 +181,36 @@ def _elementwise_leaves(fgraph, var, stop_where_computed=False):
         else:
             leaves.add(v)
     return leaves
+
+
+@local_rewrite("stabilize", "algebra", "shape", tracks=[CheckedShape])
+def shape_check_reads_through_cheap_ops(fgraph, node):
+    """CheckedShape(dot + b, y) -> CheckedShape(dot, y) when b is one element (and likewise through any cheap op:
+    ``RECOMPUTED``), so fusion may recompute ``dot + b`` inside its readers' kernels instead of keeping it in
+    memory for a shape read.  The inputs of an elementwise op agree where its result does (it checked them), so
+    the same lengths are compared; the first input (whose element count is the answer) keeps the result's
+    broadcast pattern on every axis the inner op reads.  For a GPU device, where ``dot + b`` is left to fusion
+    (``rewriting.blas``); on the CPU the shape read keeps the sum, which becomes the GEMV's output."""
+    if not current().is_gpu:
+        return None
+    inputs, changed = [], False
+    axes = getattr(node.op.inner, "axis", None)
+    for k, v in enumerate(node.inputs):
+        source = v.owner
+        if source is None or scalar_op_of(source) is None or scalar_op_of(source).name not in RECOMPUTED:
+            inputs.append(v)
+            continue
+        arrays = [i for i in source.inputs if not all(i.type.broadcastable)]
+        bcast = v.type.broadcastable
+        fits = [i for i in arrays if all(i.type.broadcastable[a] == bcast[a]
+                                         for a in (range(len(bcast)) if axes is None else axes))]
+        if not arrays or (k == 0 and not fits) or any(i.type.ndim != v.type.ndim for i in arrays):
+            inputs.append(v)
+            continue
+        arrays = ([fits[0]] + [i for i in arrays if i is not fits[0]]) if k == 0 else arrays
+        inputs.extend(arrays)
+        changed = True
+    if not changed:
+        return None
+    unique = list(dict.fromkeys(inputs))
+    return CheckedShape(node.op.inner)(*unique).owner.outputs

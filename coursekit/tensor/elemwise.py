@@ -68,8 +68,9 @@ class Elemwise(XpOp):
     def device_kernel(self, device, node):
         """The device's generated kernel for the scalar op (ONE CUDA kernel on a GPU, NumPy ufuncs on sim)."""
         kernel = device.elementwise(self.scalar_op, [i.type.dtype for i in node.inputs], node.outputs[0].type.dtype)
+        # one-element host values (0-d, or a host scalar broadcast to (1,): ``1/N`` in a gradient) are scalar arguments
         scalars = [k for k, v in enumerate(node.inputs) if self.host_input(k, v) or type(v.type) is TensorType
-                   and v.type.ndim == 0] if device.xp is not np else ()   # host values: scalar arguments
+                   and all(v.type.broadcastable)] if device.xp is not np else ()
         return elementwise_runner(kernel, node, device.xp, scalars)
 
     def perform(self, node, inputs, output_storage):

@@ -46,7 +46,7 @@ import numpy as _np
 from . import cuda  # noqa: F401
 from ._array import ndarray  # noqa: F401
 from ._counts import TOTAL, Counts, counting  # noqa: F401
-from .functions import (array, asarray, ascontiguousarray, asnumpy, copyto, empty, empty_like, full,  # noqa: F401
+from .functions import (array, asarray, ascontiguousarray, asnumpy, copyto, dot, empty, empty_like, full,  # noqa: F401
                         full_like, lookup, ones, ones_like, stack, ufunc, zeros, zeros_like)
 from .kernels import ElementwiseKernel, RawKernel, RawModule  # noqa: F401
 

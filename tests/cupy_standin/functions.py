@@ -95,6 +95,18 @@ def ascontiguousarray(a, dtype=None):
     return device_call(np.ascontiguousarray, (a,), {"dtype": dtype} if dtype else None, "copy")
 
 
+def _dot_into(a, b, *, out):
+    np.dot(a, b, out=out)
+    return out                 # NumPy hands back a scalar for vector . vector; CuPy returns ``out`` itself
+
+
+def dot(a, b, out=None):
+    """``cupy.dot``: one kernel; with ``out`` the product lands there and ``out`` is returned (nothing allocated)."""
+    if out is None:
+        return device_call(np.dot, (a, b), None, "dot")
+    return device_call(_dot_into, (a, b), {"out": out}, "dot")
+
+
 def stack(arrays, axis=0, out=None):
     return device_call(np.stack, (list(arrays),), {"axis": axis, **({"out": out} if out is not None else {})},
                        "stack")
@@ -176,5 +188,5 @@ def __getattr__(name):
     return lookup(name)
 
 
-__all__ = ["asarray", "array", "asnumpy", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
+__all__ = ["asarray", "array", "asnumpy", "dot", "empty", "zeros", "ones", "full", "empty_like", "zeros_like",
            "ones_like", "full_like", "copyto", "ascontiguousarray", "stack", "ufunc", "lookup", "wrap"]
