@@ -62,6 +62,13 @@ def float64_on_gpu(what):
         warn_at_user_line(message)
 
 
+def _codegen():
+    """(elementwise_kernel_parts, reduction_kernel_parts) of :mod:`coursekit.scalar.cuda_codegen`, loaded when
+    a kernel is first built."""
+    from ..scalar.cuda_codegen import elementwise_kernel_parts, reduction_kernel_parts  # coursekit.cuda never needs it
+    return elementwise_kernel_parts, reduction_kernel_parts
+
+
 def fits(buffer, like, array_type):
     """Can ``buffer`` (the previous output, maybe None) take a copy of ``like``?  Same type, shape, dtype."""
     return type(buffer) is array_type and buffer.shape == like.shape and buffer.dtype == like.dtype
@@ -301,12 +308,10 @@ class CudaDevice(GPUDevice):
 
     def elementwise(self, scalar_op, input_dtypes, output_dtype):
         """ONE generated CUDA kernel (``cupy.ElementwiseKernel``) for the whole scalar expression."""
-        from ..scalar.cuda_codegen import elementwise_kernel_parts  # coursekit.cuda never needs it
-
         key = (scalar_op, tuple(input_dtypes), output_dtype)
         kernel = self._kernels.get(key)
         if kernel is None:
-            in_params, out_params, operation, name, preamble = elementwise_kernel_parts(
+            in_params, out_params, operation, name, preamble = _codegen()[0](
                 scalar_op, input_dtypes, output_dtype)
             kernel = self.cupy.ElementwiseKernel(in_params, out_params, operation, name, preamble=preamble)
             self._kernels[key] = kernel
@@ -316,9 +321,24 @@ class CudaDevice(GPUDevice):
 
         return run
 
+    def map_reduce(self, map_op, map_dtypes, post_op, post_dtypes, on_host, out_dtype):
+        """ONE generated ``cupy.ReductionKernel``: ``post(sum(map(arrays)), *tail)`` (a FusedSum), called
+        ``kernel(*arrays, *tail, out=buffer)``."""
+        key = ("sum", map_op, tuple(map_dtypes), post_op, tuple(post_dtypes), tuple(on_host), out_dtype)
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            in_p, out_p, map_expr, reduce_expr, post_expr, identity, name, preamble, reduce_type = \
+                _codegen()[1](map_op, map_dtypes, post_op, post_dtypes, on_host, out_dtype)
+            kernel = self._kernels[key] = self.cupy.ReductionKernel(
+                in_p, out_p, map_expr, reduce_expr, post_expr, identity, name, reduce_type=reduce_type,
+                preamble=preamble)
+        return kernel
+
     def forget_kernels(self, scalar_op):
         """Drop the kernels generated for ``scalar_op`` and for every fused chain that contains it."""
-        for key in [key for key in self._kernels if key[0].uses(scalar_op)]:
+        for key in [key for key in self._kernels if any(op is not None and op.uses(scalar_op) for op in
+                                                         (key[1], key[3]) if key[0] == "sum") or
+                    (key[0] != "sum" and key[0].uses(scalar_op))]:
             del self._kernels[key]
 
 

@@ -250,4 +250,4 @@ def _check_replacement(rw, old, new):
 
 
 # the modules that register rewrites (stabilize also holds the cost stabilisation grad() asks for)
-from . import algebra, basic, blas, fusion, placement, stabilize  # noqa: E402,F401
+from . import algebra, basic, blas, fusion, fused_reduce, placement, stabilize  # noqa: E402,F401

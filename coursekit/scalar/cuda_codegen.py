@@ -140,3 +140,40 @@ def standalone_kernel_source(scalar_op, input_dtypes, output_dtype):
     return (f"{PRELUDE}\nextern \"C\" __global__ void {kernel_name(scalar_op)}({params}, {out}* __restrict__ out0, "
             f"long long n) {{\n    long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x;\n"
             f"    if (idx >= n) return;\n{loads}\n{body}    out0[idx] = ({out})({final});\n}}\n")
+
+
+def _device_function(name, scalar_op, dtypes, out_type):
+    """``__device__ out_type name(i0, i1, ...)``: a scalar op's statements as one inlinable C function."""
+    names = [f"i{k}" for k in range(len(dtypes))]
+    params = ", ".join(f"const {c_type(d)} {n}" for n, d in zip(names, dtypes))
+    lines, final = scalar_statements(scalar_op, names, dtypes)
+    body = "".join(f"    {line}\n" for line in lines)
+    return f"__device__ __forceinline__ {out_type} {name}({params}) {{\n{body}    return ({out_type})({final});\n}}\n"
+
+
+def reduction_kernel_parts(map_op, map_dtypes, post_op, post_dtypes, on_host, out_dtype):
+    """(in_params, out_params, map_expr, reduce_expr, post_map_expr, identity, name, preamble, reduce_type) for
+    ``cupy.ReductionKernel``: ``post(sum(map(i0, ...)), p0, ...)`` in one launch (:class:`~coursekit.tensor.mapreduce.FusedSum`).
+
+    The map and the tail are written as ``__device__`` functions in the preamble (a fused chain needs statements;
+    CuPy's map and post-map are expressions).  A tail input on the device is a ``raw`` one-element array (read as
+    ``p0[0]``: CuPy broadcasts only the mapped inputs); one on the host is a scalar argument."""
+    out = c_type(out_dtype)
+    names = [f"i{k}" for k in range(len(map_dtypes))]
+    params = [f"{np.dtype(d).name} {n}" for n, d in zip(names, map_dtypes)]
+    params += [f"{'' if host else 'raw '}{np.dtype(d).name} p{k}" for k, (d, host) in enumerate(zip(post_dtypes, on_host))]
+    preamble = PRELUDE
+    if map_op is None:
+        map_expr = f"({out})(i0)"
+    else:
+        preamble += _device_function("ck_map", map_op, map_dtypes, out)
+        map_expr = f"ck_map({', '.join(names)})"
+    if post_op is None:
+        post = "out0 = a"
+    else:
+        preamble += _device_function("ck_post", post_op, [out_dtype] + list(post_dtypes), out)
+        extras = [f"p{k}" if host else f"p{k}[0]" for k, host in enumerate(on_host)]
+        post = f"out0 = ck_post({', '.join(['a'] + extras)})"
+    name = "coursekit_sum_" + (kernel_name(map_op)[len("coursekit_"):] if map_op is not None else "i0")
+    return (", ".join(params), f"{np.dtype(out_dtype).name} out0", map_expr, "a + b", post, "0", name[:60],
+            preamble, np.dtype(out_dtype).name)

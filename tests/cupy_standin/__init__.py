@@ -48,7 +48,7 @@ from ._array import ndarray  # noqa: F401
 from ._counts import TOTAL, Counts, counting  # noqa: F401
 from .functions import (array, asarray, ascontiguousarray, asnumpy, copyto, dot, empty, empty_like, full,  # noqa: F401
                         full_like, lookup, ones, ones_like, stack, ufunc, zeros, zeros_like)
-from .kernels import ElementwiseKernel, RawKernel, RawModule  # noqa: F401
+from .kernels import ElementwiseKernel, RawKernel, RawModule, ReductionKernel  # noqa: F401
 
 __version__ = "0.0-standin"
 STANDIN = True          # how a test can tell the stand-in from the real CuPy
