@@ -92,12 +92,16 @@ def dispatch(parts, counts):
 
 
 def split(stats):
-    """Seconds of own time: coursekit's host path, the device stand-in (the stand-in's files and the CUDA
-    emulator that runs its kernels, coursekit/cuda/), and everything else (NumPy, builtins, C calls)."""
+    """Seconds of own time: coursekit's host path, the device stand-in (the stand-in's files, the CUDA
+    emulator that runs its kernels, coursekit/cuda/, and the simulated-device arrays the stand-in wraps its
+    buffers in for the emulator), and everything else (NumPy, builtins, C calls)."""
     parts = {"coursekit": 0.0, "stand-in": 0.0, "other": 0.0, "coursekit calls": 0}
     emulator = os.sep + os.path.join("coursekit", "cuda") + os.sep
+    # the stand-in hands its buffers to the emulator as the simulated device's arrays: coursekit's CuPy path
+    # never makes one (a CuPy device's arrays are CuPy's), so that module's calls here are the stand-in's
+    sim_arrays = os.sep + os.path.join("coursekit", "devices", "simarray.py")
     for (path, _, _), (calls, _, own, _, _) in stats.stats.items():
-        if os.sep + "cupy_standin" + os.sep in path or emulator in path:
+        if os.sep + "cupy_standin" + os.sep in path or emulator in path or path.endswith(sim_arrays):
             parts["stand-in"] += own
         elif (os.sep + "coursekit" + os.sep in path or path.startswith("<coursekit function")
               or path.endswith("device_host_work.py")):   # the hand-written step's own Python counts as its framework

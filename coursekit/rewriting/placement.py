@@ -37,6 +37,7 @@ from ..devices.gpu_ops import gpu_op_for
 from ..devices.transfer import GpuFromHost, HostFromGpu
 from ..devices.types import GpuArrayType
 from ..graph import Apply, Constant, format_trace
+from ..tensor.elemwise import DimShuffle
 from . import global_rewrite, local_rewrite
 
 GPU_DTYPES = {"float32", "float16", "int8", "int16", "int32", "int64", "uint8", "bool"}
@@ -151,8 +152,8 @@ class _Placer:
                 self.float64_ops.append(node)
         if gpu_op is not None:
             # inputs the op declares host-side (shapes, scalars, indices) stay; the rest go to the device
-            inputs = [self.host(v) if gpu_op.host_input(k, v) or self.scalar_argument(gpu_op, v) else self.dev(v)
-                      for k, v in enumerate(node.inputs)]
+            inputs = [self.host(_scalar_source(v)) if self.scalar_argument(gpu_op, v) else
+                      self.host(v) if gpu_op.host_input(k, v) else self.dev(v) for k, v in enumerate(node.inputs)]
             new = gpu_op.make_node(*inputs)
             new.cpu_node = node  # DebugMode compares the GPU op with this CPU node
             for old, out in zip(node.outputs, new.outputs):
@@ -220,6 +221,16 @@ class _Placer:
         if self.target is not None and var.owner is not None and isinstance(var.owner.op, GpuFromHost):
             return self.dev(var)
         return self.host(var)
+
+
+def _scalar_source(var):
+    """The 0-d value a one-element ``var`` broadcasts (``1/N`` padded to ``(1,)`` for a vector kernel), else
+    ``var``: a kernel takes it as a scalar argument as it is, so the padding need not run on the host."""
+    node = var.owner
+    if (node is not None and isinstance(node.op, DimShuffle) and not node.op.drop and node.inputs[0].type.ndim == 0
+            and not isinstance(node.inputs[0].type, GpuArrayType)):
+        return node.inputs[0]
+    return var
 
 
 @global_rewrite("placement", "gpu", "fast_compile", "host_scalars")

@@ -88,6 +88,23 @@ class DimShuffle(XpOp):
     def run(self, xp, inputs, output_storage):
         output_storage[0][0] = self.apply_to(inputs[0])
 
+    def device_kernel(self, device, node):
+        """The view on a device's arrays, in one step per call for the common cases (a transpose, a 0-d value
+        given axes): a training step takes ``X.T`` and a broadcast bias on every call."""
+        if self.is_transpose_only:
+            perm = self.perm
+
+            def transpose(inputs, output_storage):
+                output_storage[0][0] = inputs[0].transpose(perm)
+            return transpose
+        if not self.input_broadcastable:
+            ones = (1,) * len(self.new_order)
+
+            def expand(inputs, output_storage):
+                output_storage[0][0] = inputs[0].reshape(ones)
+            return expand
+        return super().device_kernel(device, node)
+
     def make_thunk(self, node, storage_map):
         src, cell = storage_map[node.inputs[0]], storage_map[node.outputs[0]]
         if self.is_transpose_only:

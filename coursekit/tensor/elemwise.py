@@ -8,6 +8,8 @@ gradient (sum over broadcast axes) and the GPU code generator rely on.
 """
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from ..graph import Apply, Constant
@@ -102,22 +104,28 @@ def elementwise_runner(kernel, node, xp=np, scalar_positions=()):
     """
     check = broadcast_checker(node)
     ndarray, asarray = xp.ndarray, xp.asarray
-    if scalar_positions:
-        array_kernel = kernel
 
-        def kernel(*args, out=None):
-            args = list(args)
-            for k in scalar_positions:
-                args[k] = args[k].reshape(()).item()
-            return array_kernel(*args) if out is None else array_kernel(*args, out=out)
+    checked = [None]   # the input shapes and buffer shape last found to fit: a step's shapes repeat every call
+    shape_of = attrgetter("shape")
 
     def run(inputs, output_storage):
+        args = inputs
+        if scalar_positions:                         # one-element host values, as Python numbers (in this frame)
+            args = list(inputs)
+            for k in scalar_positions:
+                args[k] = args[k].reshape(()).item()
         cell = output_storage[0]
         out = cell[0]
-        if out is not None and fits_buffer(out.shape, inputs, check):
-            cell[0] = kernel(*inputs, out=out)  # keep what it returns: a fused Composite may use its own buffer
-            return
-        result = kernel(*inputs)
+        if out is not None:
+            try:
+                shapes = (out.shape, *map(shape_of, inputs))   # read in C: no Python frame per input
+            except AttributeError:                              # a Python number among the inputs
+                shapes = None
+            if shapes == checked[0] is not None or fits_buffer(out.shape, inputs, check):
+                checked[0] = shapes
+                cell[0] = kernel(*args, out=out)  # keep what it returns: a fused Composite may use its own buffer
+                return
+        result = kernel(*args)
         cell[0] = result = result if type(result) is ndarray else asarray(result)  # 0-d: ufuncs give scalars
         for value in inputs:
             if getattr(value, "shape", ()) != result.shape:

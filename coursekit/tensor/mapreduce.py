@@ -70,12 +70,15 @@ class FusedSum(XpOp):
         kernel = build(self.map_op, [v.type.dtype for v in node.inputs[:self.n_map]], self.post_op,
                        [v.type.dtype for v in node.inputs[self.n_map:]], on_host[self.n_map:], self.dtype)
         cupy, dtype = device.xp, np.dtype(self.dtype)
+        host_positions = [k for k, host in enumerate(on_host) if host]
 
         def run(inputs, output_storage):
             out = output_storage[0][0]
             if not (isinstance(out, cupy.ndarray) and out.shape == () and out.dtype == dtype):
                 out = None      # the first call allocates the 0-d result; every later call writes into it
-            args = [v.reshape(()).item() if host else v for v, host in zip(inputs, on_host)]
+            args = list(inputs)
+            for k in host_positions:                 # a loop, not a comprehension: no Python frame per call
+                args[k] = args[k].reshape(()).item()
             output_storage[0][0] = kernel(*args, out=out)
 
         return run

@@ -160,8 +160,9 @@ theano.printing.pydotprint(train_gpu)
 
 
 # %% [markdown]
-# On the GPU device the two matrix-vector products became `GpuGemv`, the fused elementwise chains
-# became `GpuElemwise`, and the compiler inserted `GpuFromHost` / `HostFromGpu` wherever a value
+# On the GPU device the gradient's matrix-vector product became `GpuGemv` and the forward one a `GpuDot`
+# (its bias `b` is added inside the fused kernels that read `x·w + b`, instead of being copied into a
+# GEMV's output first: one launch fewer), the fused elementwise chains became `GpuElemwise`, and the compiler inserted `GpuFromHost` / `HostFromGpu` wherever a value
 # crosses between host and device. Two uploads happen on every call: `x` and `y`, which we pass in as
 # NumPy arrays. The example count `N` that the mean divides by is computed on the host and stays
 # there: coursekit, like Theano's optimiser, keeps scalar work on the host, so it needs no copy. Two
@@ -518,7 +519,7 @@ assert not tuned.synchronises and abs(rule - tuned.total) < 1e-12
 # make the step several times shorter. What remains is launches: each one costs the host several
 # microseconds, more than the small kernel it starts. The measured H100 step (run on 2026-11-24, when the step still uploaded `N` as well: five copies, now four) is several times longer
 # than even the H100 model says, and outside the band measured held out on the corpus: that corpus holds
-# calls of one kernel launch (and up to four copies), and this step's twelve GPU ops and its copies cost more
+# calls of one kernel launch (and up to four copies), and this step's GPU ops (twelve when it was measured, nine now) and its copies cost more
 # per op on coursekit's CuPy path than the model's figures. So a step of many launches is priced with its
 # launch count and a separate, wider band ("-24%/+250% at <n> launches, unmeasured"), whose top is this one
 # measurement, until such steps are measured on the current path. A modelled figure is a prediction; where a
