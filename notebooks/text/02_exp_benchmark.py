@@ -477,7 +477,7 @@ print(f"float64 / float32 time: {t64.best / t_cpu.best:.1f}")
 #
 # ## Your turn
 #
-# Open **[`exercises/02_exp_benchmark_exercises.ipynb`](../exercises/02_exp_benchmark_exercises.ipynb)**. You will write the timing loop yourself (warm-up,
+# Open **[`exercises/02_exp_benchmark_exercises.ipynb`](../exercises/02_exp_benchmark_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/02_exp_benchmark_exercises.ipynb))**. You will write the timing loop yourself (warm-up,
 # synchronisation, best of repeats), compile `exp` on a given device and report which op classes ran,
 # check that float64 stays on the host, and compare float32 with float64 results. The cells tagged
 # *graded* check your answers.

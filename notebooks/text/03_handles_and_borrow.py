@@ -648,5 +648,5 @@ assert gc_saving["gtx580"] > 10 * max(gc_saving["t4"], 1e-9)
 #   GTX 580; on a current GPU with CuPy's pool the copy home still costs, but `borrow=True` saves only
 #   a pool lookup.
 #
-# **Exercise:** [`exercises/03_handles_and_borrow_exercises.ipynb`](../exercises/03_handles_and_borrow_exercises.ipynb):
+# **Exercise:** [`exercises/03_handles_and_borrow_exercises.ipynb`](../exercises/03_handles_and_borrow_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/03_handles_and_borrow_exercises.ipynb)):
 # return a handle and copy it back, keep borrowed results correctly, and detect aliasing.

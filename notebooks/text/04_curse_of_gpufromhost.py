@@ -412,5 +412,6 @@ assert len(inside) == 3 and band["GPU, all on device"] > 1.3   # the prose below
 # * Keep data and results on the device too, and the loop is a single `GpuGemm` with no transfer at
 #   all: matpalm's ×150.
 #
-# **Exercise:** [`exercises/04_curse_of_gpufromhost_exercises.ipynb`](../exercises/04_curse_of_gpufromhost_exercises.ipynb):
-# count transfers, predict the bytes they move, and rewrite a loop so that its graph has none.
+# **Exercise:** [`exercises/04_curse_of_gpufromhost_exercises.ipynb`](../exercises/04_curse_of_gpufromhost_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/04_curse_of_gpufromhost_exercises.ipynb)):
+# count transfers, predict the bytes they move, rewrite a loop so that its graph has none, and write
+# the compiler's rule that cuts a value's round trip across the bus (a transfer straight back).

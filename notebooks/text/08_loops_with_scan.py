@@ -720,6 +720,7 @@ print(shown)
 # * Debug with test values (errors at the line that builds the graph), `printing.Print` (values as
 #   they pass), and error messages that name your line; `%debug` opens the frames of the last error.
 #
-# **Exercise:** [`exercises/08_loops_with_scan_exercises.ipynb`](../exercises/08_loops_with_scan_exercises.ipynb):
-# a small RNN with `scan`, its gradient checked by finite differences, and a generating loop that
-# stops with `until`.
+# **Exercise:** [`exercises/08_loops_with_scan_exercises.ipynb`](../exercises/08_loops_with_scan_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/08_loops_with_scan_exercises.ipynb)):
+# a small RNN with `scan`, finite differences to check gradients with, an op of your own whose
+# gradient is a loop you write with `scan` (backpropagation through time by hand), and a generating
+# loop that stops with `until`.

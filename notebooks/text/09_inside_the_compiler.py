@@ -796,7 +796,7 @@ print(f"  counting every load as memory traffic, the model's ratio is {naive_cos
 #
 # ## Your turn
 #
-# Open **[`exercises/09_inside_the_compiler_exercises.ipynb`](../exercises/09_inside_the_compiler_exercises.ipynb)**.
+# Open **[`exercises/09_inside_the_compiler_exercises.ipynb`](../exercises/09_inside_the_compiler_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/09_inside_the_compiler_exercises.ipynb))**.
 # It asks you for:
 #
 # 1. a rewrite that turns `x - x` into zeros and `x / x` into ones, graded by what the compiled graph
