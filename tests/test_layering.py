@@ -52,6 +52,7 @@ LOCAL_IMPORTS = {
     ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.authoring"): LAZY + "each command-line subcommand loads only what it runs",
+    ("__main__", "course.authoring.mutation"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
@@ -75,7 +76,7 @@ COMPUTED_IMPORTS = {
     "wiring": "a role's provider, named by the facade",
     "tensor": "T.nnet, T.signal ... loaded on first attribute access",
     "course": "the rooms' public names loaded on first use; old module paths resolved to their new homes",
-    "compat.root": "theano's top-level modules loaded on first attribute access",
+    "theano.root": "theano's top-level modules loaded on first attribute access",
     "theano.finder": "the import alias maps each theano.* name to its coursekit module",
     "devices.device": "CuPy's own cublas module (not coursekit code)",
 }

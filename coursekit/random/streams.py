@@ -29,7 +29,7 @@ from ..compile.sharedvalue import TensorSharedVariable, shared
 from ..config import config
 from ..devices import current
 from ..devices.types import GpuArrayType
-from ..graph import Constant, Variable
+from ..graph import Variable
 from . import mrg
 from .ops import MRGUniform, NumpyRandom, OneHot, SearchCDF, mt_state_vector, pack_random_state, unpack_random_state
 

@@ -141,7 +141,7 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
                                executed_path=executed_path, env=dict(GRADING_ENV, **_shared_kernel_cache()),
                                reports_path=reports_path,
                                submission={"reference": reference_path, "label": f"{student}/{reference.name}"})
-    except Exception as exc:  # one odd submission must not stop the grading of the class
+    except Exception as exc:  # noqa: BLE001 -- one odd submission must not stop the grading of the class
         return _all_zero(reference, student, f"grader error: {type(exc).__name__}: {exc}"[:200])
     if run.unreadable:
         return _all_zero(reference, student, run.unreadable)
