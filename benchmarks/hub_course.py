@@ -195,7 +195,9 @@ def main() -> int:
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "versions": versions, "users": list(USERS), "steps": steps, "checks": checks,
         "grades": {user: {"points": got, "max_points": out_of} for user, (got, out_of) in totals.items()},
-        "grader_stdout": graded.stdout.strip().splitlines()[-3:], "passed": passed,
+        "grader_stdout": graded.stdout.strip().splitlines()[-3:],
+        "grader_warnings": [line for line in graded.stderr.splitlines() if line.startswith("warning:")][:10],
+        "passed": passed,
     }
     out = Path(args.results) / f"{datetime.date.today().isoformat()}-jupyterhub-two-users.json"
     out.write_text(json.dumps(record, indent=1) + "\n")

@@ -31,6 +31,7 @@ for _role, _target in {
     "compute_test_values": "test_value:compute_test_values",    # Op.__call__ with compute_test_value on
     "gpu_presets": "costmodel.presets:available",               # config.gpu_model's valid names
     "is_device_array": "devices.simarray:is_device_array",      # TensorType.filter's error on device values
+    "forget_scalar_op": "devices:forget_scalar_op",             # scalar.ops.register(op, replace=True)
     "gpu_from_host": "devices.transfer:gpu_from_host",          # x.transfer('gpu')
     "host_from_gpu": "devices.transfer:host_from_gpu",          # x.transfer('cpu')
     "profile_view": "printing.profile_view",           # ProfileStats.summary/_repr_html_/plot

@@ -5,6 +5,8 @@
 * ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks;
 * ``coursekit calibrate [--name NAME]`` measures this machine's GPU and saves it as a cost-model preset
   (see docs/gpu-model.md); without a GPU it says it needs one;
+* ``coursekit mutate [--task ID] [--limit N]`` grades mutants of each graded task's solution with the
+  task's judge and reports how many each judge kills (see docs/teaching.md);
 * ``coursekit gpu-models [NAME...]`` lists the presets of the modelled GPU (built-in and calibrated),
   with their figures and sources;
 * ``coursekit start [DIR]`` copies the student course into DIR (never over a student's change) and opens
@@ -76,7 +78,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course.grading import cluster, export, regrade, roundtrip
     from coursekit.course.grading.grader import grade
-    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.report import isolation_lines, number, write_reports
     from coursekit.course.grading.sandbox import detect
 
     try:
@@ -102,12 +104,10 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    guard = detect()
-    print(f"isolation: {guard.label}", file=sys.stderr)
-    for line in guard.describe():
-        print(f"  {line}", file=sys.stderr)
+    isolation = isolation_lines(scores, None if args.cluster else detect())   # from the rows: where runs ran
+    print("isolation:", *isolation, sep="\n  ", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+    csv_path, md_path = write_reports(scores, args.out, warnings, isolation, assigned,
                                       lms.names if lms else None)
     roundtrip.save(args)
     students = len({s.student for s in scores})
@@ -292,10 +292,33 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--check", action="store_true", help="write nothing; exit 1 listing notebooks to update")
     sc.set_defaults(func=_authoring, authoring="run_setup_cells")
 
-    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table (authors)")
+    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table and the notebooks' "
+                                                  "Colab links (authors)")
     ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
     ct.set_defaults(func=_authoring, authoring="run_colab_table")
+
+    tp = commands.add_parser("text-pairs", help="write each lesson's text pair, notebooks/text/NN_name.py (authors)")
+    tp.add_argument("--check", action="store_true", help="write nothing; exit 1 listing pairs out of date")
+    tp.set_defaults(func=_authoring, authoring="run_text_pairs")
+
+    mu = commands.add_parser("mutate", help="test the graded cells' judges by mutating the solutions",
+                             description="Mutate each graded task's solution region, grade every mutant with the "
+                                         "task's judge and report the share of non-equivalent mutants killed "
+                                         "(docs/teaching.md, 'Judges tested by mutation').")
+    mu.add_argument("--solutions", default="solutions", help="source notebooks (default: solutions)")
+    mu.add_argument("--task", action="append", help="cell id, NN or NN:cell-id (repeatable; default: all)")
+    mu.add_argument("--limit", type=int, default=None, help="at most N mutants per task, spread evenly")
+    mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
+    mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
+    mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
+    mu.set_defaults(func=_mutate)
     return parser
+
+
+def _mutate(args) -> int:
+    from coursekit.course.authoring.mutation import report
+
+    return report.run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -81,7 +81,7 @@ def grad_not_implemented(op, x_pos, x, comment=""):
     return NotImplementedGrad(f"the grad method for input {x_pos} ({x}) of {op} is not implemented. {comment}")
 
 
-def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):  # noqa: F811 -- Theano's parameter name, beside its gate op of the same name
     """The gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
     ``consider_constant``: variables treated as constants (no gradient flows
@@ -115,7 +115,7 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     return results[0] if single else results
 
 
-def stabilized(cost, consider_constant=(), keep=()):
+def stabilized(cost, consider_constant=(), keep=()):  # noqa: F811 -- the parameter grad passes on
     """``(cost, consider_constant)`` with the cost in its numerically stable form.
 
     ``log(sigmoid(z))`` becomes ``-softplus(-z)`` and so on: the canonicalize and

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import coursekit as theano
-import coursekit.tensor as T
 from coursekit import function
 from coursekit.random import MRG_RandomStreams, RandomStreams
 

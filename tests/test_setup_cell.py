@@ -147,3 +147,27 @@ def test_the_readme_colab_table_is_the_notebooks_and_the_one_address():
     for url in urls:
         path = url.split(f"/github/{repo}/blob/{links.BRANCH}/", 1)[1]
         assert (ROOT / path).is_file(), url
+
+
+@pytest.mark.parametrize("path", STUDENT_NOTEBOOKS, ids=lambda p: p.name)
+def test_each_link_to_another_notebook_has_its_colab_twin(path):
+    """A notebook opened alone has no ../ folder: each relative link is followed by the same notebook in Colab."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for match in re.finditer(r"\]\(\.\./([^)]+)\)", cell.source):
+                twin = f"]({links.colab_url(match.group(1), ROOT)})"
+                assert twin in cell.source[match.end():match.end() + len(twin) + 20], \
+                    f"{path.name}: {match.group(0)} has no Colab link: run `python -m coursekit colab-table`"
+
+
+def test_colab_links_follow_the_one_address(tmp_path):
+    text = "see [x](../exercises/01_tour_exercises.ipynb) now"
+    once = links.with_colab_links(text, ROOT)
+    assert links.with_colab_links(once, ROOT) == once
+    fork = tmp_path / "pyproject.toml"
+    fork.write_text('[project]\nname = "x"\n[project.urls]\nRepository = "https://github.com/someone/fork"\n')
+    assert "github/someone/fork/blob/main/exercises/01_tour_exercises.ipynb" in links.with_colab_links(once, tmp_path)
+    fork.write_text('[project]\nname = "x"\n[project.urls]\nRepository = "gitlab.example/x"\n')
+    with pytest.raises(ValueError, match=r"Repository is 'gitlab.example/x': set it to the course's GitHub address"):
+        links.repository(tmp_path)

@@ -17,7 +17,6 @@ import cupy_standin
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit import devices
 from coursekit.random import MRG_RandomStreams
 from coursekit.random import RandomStreams
 from coursekit.tensor.signal import pool

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 
 from .. import wiring
 from ..config import config
@@ -315,7 +314,7 @@ def _same_kind(exc, detail):
     for cls in type(exc).__mro__:
         try:
             return cls(f"{type(exc).__name__}: {detail}" if cls is not type(exc) else detail)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- the exception's own class may refuse a message: try the next
             continue
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 

@@ -29,7 +29,7 @@ from ..compile.sharedvalue import TensorSharedVariable, shared
 from ..config import config
 from ..devices import current
 from ..devices.types import GpuArrayType
-from ..graph import Constant, Variable
+from ..graph import Variable
 from . import mrg
 from .ops import MRGUniform, NumpyRandom, OneHot, SearchCDF, mt_state_vector, pack_random_state, unpack_random_state
 
@@ -62,15 +62,11 @@ def _size_vector(size, ndim, what):
 
 
 def _known_length(vector, what):
-    if isinstance(vector, Constant):
-        return len(vector.data)
-    owner = vector.owner
-    if owner is not None and type(owner.op).__name__ == "Shape":
-        return owner.inputs[0].type.ndim
-    if owner is not None and type(owner.op).__name__ == "MakeVector":
-        return len(owner.inputs)
-    raise TypeError(f"{what}: the length of the size vector {vector} is not known when the graph is built; "
-                    "pass ndim=... as well, or a tuple of sizes")
+    try:
+        return T.get_vector_length(vector)
+    except ValueError:
+        raise TypeError(f"{what}: the length of the size vector {vector} is not known when the graph is built; "
+                        "pass ndim=... as well, or a tuple of sizes") from None
 
 
 def _state_on_device(state):

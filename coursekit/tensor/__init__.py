@@ -23,7 +23,7 @@ from .advanced import AdvancedIncSubtensor, AdvancedSubtensor, inc_subtensor, se
 from .construct import (ARange, Alloc, Eye, SpecifyShape, alloc, arange, eye, fill, identity_like,  # noqa: F401,E402
                         ones, specify_shape, zeros)
 from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flatten, join,  # noqa: F401,E402
-                        repeat, round, stack, tensordot, tile, xor)
+                        repeat, round, stack, tensordot, tile, xor)  # noqa: A004  (Theano's T.round)
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
 # Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
 from .more_ops import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Constant, Op
+from ..graph import Apply, Constant
 from ..scalar.ops import ScalarOp, register, zero_grads
 from . import math as M
 from .elemwise import Elemwise, reduce_to_broadcast

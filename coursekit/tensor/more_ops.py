@@ -11,7 +11,7 @@ import numpy as np
 
 from ..graph import Apply, Variable  # noqa: F401  (T.Variable: Theano's tensor namespace re-exported it)
 from ..scalar.ops import ScalarOp, register
-from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr
+from .math import _elemwise, cast, stack, max as tmax, min as tmin, neq, pow, int_div, sgn, sqr  # noqa: A004  (Theano's T.pow)
 from .math import abs as _abs, exp, log, sqrt, zeros_like  # noqa: F401
 from .type import TensorType
 from .var import as_tensor_variable

@@ -166,5 +166,4 @@ class NumElements(Op):
         output_storage[0][0] = np.asarray(math.prod([shape[a] for a in self.axis]), dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
-        M = _tensor.math
         return [None]

@@ -8,7 +8,7 @@ from ..scalar.ops import Cast
 from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .elemwise import Elemwise
 from .type import TensorType
-from .var import as_tensor_variable
+from .var import as_tensor_variable, vector_length_from
 from .xpop import XpOp
 
 lvector = TensorType("int64", (False,))
@@ -29,6 +29,11 @@ class Shape(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         return [None]
+
+
+@vector_length_from.register(Shape)
+def _shape_length(op, var):
+    return var.owner.inputs[0].type.ndim   # x.shape has one entry per dimension of x
 
 
 class ShapeI(Op):
@@ -89,6 +94,11 @@ class MakeVector(XpOp):
     def grad(self, inputs, output_grads):
         (gz,) = output_grads
         return [gz[i] if x.type.dtype[0] in "fc" else None for i, x in enumerate(inputs)]
+
+
+@vector_length_from.register(MakeVector)
+def _stacked_length(op, var):
+    return len(var.owner.inputs)            # one entry per stacked scalar
 
 
 def _is_constant_one(var):

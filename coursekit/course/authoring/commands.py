@@ -1,4 +1,5 @@
-"""The authoring subcommands of ``python -m coursekit``: ``release``, ``setup-cells``, ``colab-table``.
+"""The authoring subcommands of ``python -m coursekit``: ``release``, ``setup-cells``, ``colab-table``,
+``text-pairs``.
 
 One module so that the command line loads the authoring tools (nbformat among them) only when one of
 these commands runs, with one lazy import (coursekit/__main__.py).
@@ -10,7 +11,7 @@ from pathlib import Path
 
 from .exercises import ExerciseError
 from ..student.layout import CourseNotFound, checkout_root
-from . import links, setup_cell
+from . import links, setup_cell, text_pairs
 from .release import ReleaseError, release
 
 
@@ -56,6 +57,9 @@ def run_colab_table(args) -> int:
     root = _root_or_error("colab-table")
     if root is None:
         return 2
+    relinked = links.relink_notebooks(root, check=args.check)
+    for path in relinked:
+        print(f"{path.relative_to(root)}: Colab links {'out of date' if args.check else 'written'}")
     readme = root / "README.md"
     try:
         text = links.readme_with_table(readme.read_text(encoding="utf-8"), links.colab_table(root))
@@ -63,11 +67,32 @@ def run_colab_table(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.check:
-        if text != readme.read_text(encoding="utf-8"):
-            print("README.md's Colab table is out of date: run `python -m coursekit colab-table`.", file=sys.stderr)
+        if text != readme.read_text(encoding="utf-8") or relinked:
+            print("the Colab table or links are out of date: run `python -m coursekit colab-table && python -m "
+                  "coursekit exercises`.", file=sys.stderr)
             return 1
-        print("README.md's Colab table is up to date.")
+        print("README.md's Colab table and the notebooks' Colab links are up to date.")
         return 0
     readme.write_text(text, encoding="utf-8")
     print(f"wrote the Colab table in {readme} (repository: {links.repository(root)})")
+    if relinked:
+        print("now run `python -m coursekit exercises` to carry the links into exercises/.")
+    return 0
+
+
+def run_text_pairs(args) -> int:
+    root = _root_or_error("text-pairs")
+    if root is None:
+        return 2
+    if args.check:
+        problems = text_pairs.out_of_date(root / "notebooks")
+        for line in problems:
+            print(line, file=sys.stderr)
+        if problems:
+            print("run `python -m coursekit text-pairs` and commit notebooks/text/.", file=sys.stderr)
+            return 1
+        print("every lesson's text pair (notebooks/text/) is up to date.")
+        return 0
+    changed = text_pairs.write_pairs(root / "notebooks")
+    print(f"{len(changed)} text pairs written or removed in notebooks/text/")
     return 0

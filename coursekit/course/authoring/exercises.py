@@ -42,7 +42,7 @@ from pathlib import Path
 
 import nbformat
 
-from .graded import GRADED_TAG, is_graded, mark_notebook, validate_notebook
+from .graded import is_graded, mark_notebook, validate_notebook
 
 BEGIN_RE = re.compile(r"^(?P<indent>[ \t]*)###\s*BEGIN SOLUTION\s*$")
 END_RE = re.compile(r"^[ \t]*###\s*END SOLUTION\s*$")

@@ -11,6 +11,8 @@ import importlib.metadata
 import re
 from pathlib import Path
 
+import nbformat
+
 from ..student.layout import checkout_root
 
 try:
@@ -42,6 +44,36 @@ def colab_url(relative_path: str, root=None) -> str:
     """Colab's address for a notebook of the repository, e.g. ``notebooks/01_tour.ipynb``."""
     owner_name = repository(root).removeprefix("https://github.com/")
     return f"https://colab.research.google.com/github/{owner_name}/blob/{BRANCH}/{relative_path}"
+
+
+# A notebook's link to another one: ``](../exercises/NN_name_exercises.ipynb)``, then (written here) its Colab twin.
+LINK_RE = re.compile(r"\]\(\.\./(?P<path>(?:notebooks|exercises)/[\w.-]+\.ipynb)\)(?: \(\[in Colab\]\([^)\s]*\)\))?")
+
+
+def with_colab_links(text: str, root=None) -> str:
+    """Markdown with an "in Colab" link after each ``../`` link to a notebook: the relative link opens the
+    file in a started course or a clone; a notebook opened alone (Colab, a download) has no ``../``, so
+    it gets the same notebook from the repository address. Idempotent; a changed address is rewritten."""
+    return LINK_RE.sub(lambda m: f"](../{m['path']}) ([in Colab]({colab_url(m['path'], root)}))", text)
+
+
+def relink_notebooks(root, check: bool = False) -> list[Path]:
+    """Write the Colab links into the markdown of lessons and solutions (exercises follow via
+    ``coursekit exercises``); return the notebooks that were (or, with ``check``, would be) changed."""
+    changed = []
+    for path in sorted([*Path(root).glob("notebooks/*.ipynb"), *Path(root).glob("solutions/*.ipynb")]):
+        nb = nbformat.read(path, as_version=4)
+        touched = False
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                new = with_colab_links(cell.source, root)
+                touched |= new != cell.source
+                cell.source = new
+        if touched:
+            changed.append(path)
+            if not check:
+                nbformat.write(nb, path)
+    return changed
 
 
 def colab_table(root) -> str:
