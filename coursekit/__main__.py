@@ -311,14 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
     mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
     mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
-    mu.set_defaults(func=_mutate)
+    mu.set_defaults(func=_authoring, authoring="run_mutate")
     return parser
-
-
-def _mutate(args) -> int:
-    from coursekit.course.authoring.mutation import report
-
-    return report.run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -554,7 +554,7 @@ print(cube_fixed(z_values), np.allclose(cube_fixed(z_values), z_values ** 3))
 #
 # ## Your turn
 #
-# Open **[`exercises/01_tour_exercises.ipynb`](../exercises/01_tour_exercises.ipynb)**. You will build a running mean with shared variables and
+# Open **[`exercises/01_tour_exercises.ipynb`](../exercises/01_tour_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/01_tour_exercises.ipynb))**. You will build a running mean with shared variables and
 # updates, derive a gradient symbolically and check it, feed minibatches with `givens`, and write the
 # rewrite that makes $\log\sigma$ numerically stable yourself: a rule of the stabilize stage, checked
 # with the library's own `log_sigmoid` rule switched off. The cells tagged *graded* check your answers.

@@ -542,6 +542,6 @@ for measured, host in ((10.0e-6, 1.7e-6), (8.6e-6, 1.6e-6)):
 # To see it for yourself, run this notebook on a machine with an NVIDIA GPU and CuPy, with
 # `COURSEKIT_SIZE=full`.
 #
-# **Exercise:** [`exercises/06_what_a_gpu_accelerates_exercises.ipynb`](../exercises/06_what_a_gpu_accelerates_exercises.ipynb) — write the benchmark helper, compute
-# arithmetic intensities and roofline bounds, and build a dimshuffle/slice expression that stays on
-# the device.
+# **Exercise:** [`exercises/06_what_a_gpu_accelerates_exercises.ipynb`](../exercises/06_what_a_gpu_accelerates_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/06_what_a_gpu_accelerates_exercises.ipynb)) — write the benchmark helper, compute
+# arithmetic intensities, derive a machine's roofline from measurements of it (this machine's, among
+# others), and build a dimshuffle/slice expression that stays on the device.

@@ -689,7 +689,7 @@ Table(["what ran", "where", "best time per call"],
 # %% [markdown]
 # ## Your turn
 #
-# Open **[`exercises/07_cuda_kernels_exercises.ipynb`](../exercises/07_cuda_kernels_exercises.ipynb)**. It asks you for, in CUDA C plus a little Python:
+# Open **[`exercises/07_cuda_kernels_exercises.ipynb`](../exercises/07_cuda_kernels_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/07_cuda_kernels_exercises.ipynb))**. It asks you for, in CUDA C plus a little Python:
 #
 # 1. the (20, 10) matrix and any other shape, with a 2-D grid of 2-D blocks;
 # 2. an Op for `x * y` whose GPU version is your kernel;

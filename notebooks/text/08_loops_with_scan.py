@@ -369,7 +369,8 @@ Table(["version", "per call at 100 steps", "cost of one more step", "vs NumPy's 
 # before any arithmetic. The cost model (`coursekit.costmodel`, datasheet presets) prices the
 # two compiled graphs on the GPU device at 100 steps: it counts what they do (launches, bytes,
 # FLOPs) and turns the counts into time. These are predictions for the named cards, not measurements,
-# and none of these cards was measured by the project except the H100 (its band is printed with it);
+# and none of these cards was measured by the project except the H100 (its band is printed with it: the
+# wider one for calls of many launches, since its corpus holds calls of one launch);
 # the loop's Python dispatch on the host comes on top of them (section 6 adds it).
 
 # %%
@@ -720,6 +721,7 @@ print(shown)
 # * Debug with test values (errors at the line that builds the graph), `printing.Print` (values as
 #   they pass), and error messages that name your line; `%debug` opens the frames of the last error.
 #
-# **Exercise:** [`exercises/08_loops_with_scan_exercises.ipynb`](../exercises/08_loops_with_scan_exercises.ipynb):
-# a small RNN with `scan`, its gradient checked by finite differences, and a generating loop that
-# stops with `until`.
+# **Exercise:** [`exercises/08_loops_with_scan_exercises.ipynb`](../exercises/08_loops_with_scan_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/08_loops_with_scan_exercises.ipynb)):
+# a small RNN with `scan`, finite differences to check gradients with, an op of your own whose
+# gradient is a loop you write with `scan` (backpropagation through time by hand), and a generating
+# loop that stops with `until`.

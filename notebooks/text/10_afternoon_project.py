@@ -1070,7 +1070,7 @@ Table(["one training step of the conv net", "time per step", "how it was obtaine
 #   `pool_2d` and their gradients all have GPU ops, and even a shape computed at run time (`flatten(2)`)
 #   costs no transfer: shape arithmetic stays on the host, where the shape is.
 #
-# **Exercise:** [`exercises/10_afternoon_project_exercises.ipynb`](../exercises/10_afternoon_project_exercises.ipynb) —
+# **Exercise:** [`exercises/10_afternoon_project_exercises.ipynb`](../exercises/10_afternoon_project_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/10_afternoon_project_exercises.ipynb)) —
 # write the three initialisations and a training step that stays on the device, and compare them on
 # your own plots.
 #

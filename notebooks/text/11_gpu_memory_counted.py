@@ -622,7 +622,7 @@ for dtype, item, model in [("float32", 4, MODEL), ("float16", 2, MODEL), ("float
 #
 # ## Your turn
 #
-# Open **[`exercises/11_gpu_memory_counted_exercises.ipynb`](../exercises/11_gpu_memory_counted_exercises.ipynb)**.
+# Open **[`exercises/11_gpu_memory_counted_exercises.ipynb`](../exercises/11_gpu_memory_counted_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/11_gpu_memory_counted_exercises.ipynb))**.
 # It asks you for three kernels, each graded on correctness **and** on its counts:
 #
 # 1. a transpose that is coalesced both ways and free of bank conflicts, on sizes that are not multiples
