@@ -5,6 +5,8 @@
 * ``coursekit grade SUBMISSIONS --out grades.csv`` grades a folder of student notebooks;
 * ``coursekit calibrate [--name NAME]`` measures this machine's GPU and saves it as a cost-model preset
   (see docs/gpu-model.md); without a GPU it says it needs one;
+* ``coursekit mutate [--task ID] [--limit N]`` grades mutants of each graded task's solution with the
+  task's judge and reports how many each judge kills (see docs/teaching.md);
 * ``coursekit gpu-models [NAME...]`` lists the presets of the modelled GPU (built-in and calibrated),
   with their figures and sources;
 * ``coursekit start [DIR]`` copies the student course into DIR (never over a student's change) and opens
@@ -76,7 +78,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course.grading import cluster, export, regrade, roundtrip
     from coursekit.course.grading.grader import grade
-    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.report import isolation_lines, number, write_reports
     from coursekit.course.grading.sandbox import detect
 
     try:
@@ -102,12 +104,10 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    guard = detect()
-    print(f"isolation: {guard.label}", file=sys.stderr)
-    for line in guard.describe():
-        print(f"  {line}", file=sys.stderr)
+    isolation = isolation_lines(scores, None if args.cluster else detect())   # from the rows: where runs ran
+    print("isolation:", *isolation, sep="\n  ", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+    csv_path, md_path = write_reports(scores, args.out, warnings, isolation, assigned,
                                       lms.names if lms else None)
     roundtrip.save(args)
     students = len({s.student for s in scores})
@@ -139,27 +139,25 @@ def _regrade_counts(previous, scores) -> tuple[int, int]:
 
 
 def _calibrate(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import NoGPU, calibrate, describe
+    from coursekit.costmodel import calibrate, presets
 
     if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
         print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
               f"preset ({', '.join(presets.PRESETS)})", file=sys.stderr)
         return 2
     try:
-        spec, path = calibrate(args.name, repeats=args.repeats)
-    except NoGPU as exc:
+        spec, path = calibrate.calibrate(args.name, repeats=args.repeats)
+    except calibrate.NoGPU as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"measured {spec.name}:\n{describe(spec)}")
+    print(f"measured {spec.name}:\n{calibrate.describe(spec)}")
     print(f"saved {path}\nuse it with COURSEKIT_FLAGS=gpu_model={spec.key} "
           f"or coursekit.config.change(gpu_model={spec.key!r})")
     return 0
 
 
 def _gpu_models(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import describe
+    from coursekit.costmodel import calibrate, presets
 
     names = args.names or presets.available()
     for name in names:
@@ -170,7 +168,7 @@ def _gpu_models(args) -> int:
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
         kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
-        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
+        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{calibrate.describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
             if spec.figure_sources:
@@ -296,6 +294,22 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "Colab links (authors)")
     ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
     ct.set_defaults(func=_authoring, authoring="run_colab_table")
+
+    tp = commands.add_parser("text-pairs", help="write each lesson's text pair, notebooks/text/NN_name.py (authors)")
+    tp.add_argument("--check", action="store_true", help="write nothing; exit 1 listing pairs out of date")
+    tp.set_defaults(func=_authoring, authoring="run_text_pairs")
+
+    mu = commands.add_parser("mutate", help="test the graded cells' judges by mutating the solutions",
+                             description="Mutate each graded task's solution region, grade every mutant with the "
+                                         "task's judge and report the share of non-equivalent mutants killed "
+                                         "(docs/teaching.md, 'Judges tested by mutation').")
+    mu.add_argument("--solutions", default="solutions", help="source notebooks (default: solutions)")
+    mu.add_argument("--task", action="append", help="cell id, NN or NN:cell-id (repeatable; default: all)")
+    mu.add_argument("--limit", type=int, default=None, help="at most N mutants per task, spread evenly")
+    mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
+    mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
+    mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
+    mu.set_defaults(func=_authoring, authoring="run_mutate")
     return parser
 
 

@@ -6,6 +6,13 @@ observations a student could report without solving anything — nothing at all,
 every number 0 or 1, the right shapes full of noise, NaN everywhere, the inputs echoed back — and
 :func:`verdict` runs the cell's *reference* judge on them exactly as the grader does (the inputs
 rebuilt from the run's nonce, the observations through the safe format). Each must fail.
+
+The broadcast kinds (issue 39) give each numeric array a shape NumPy broadcasts against the answer:
+``(0, 1)`` (an empty comparison, True for ``np.allclose``), ``(1,)`` and a 0-d array holding the real
+first value, ``(k, 1)`` holding the real first column. ``all_zero_by_one`` makes every array
+``(0, 1)``; ``mixed_j`` gives the i-th array of the report the shape ``BROADCAST[(i + j) % 4]``, so each
+observation meets each shape in one of the four, beside the others'. A report without numeric arrays
+(only numbers, strings, lists) has nothing to broadcast and gets none of these kinds.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ import numpy as np
 
 from coursekit.course.student import check
 
-KINDS = ("missing", "empty", "zeros", "ones", "shape_only", "nan", "echo")
+BROADCAST = ("zero_by_one", "one", "column", "scalar")     # shapes NumPy broadcasts against an answer's
+KINDS = ("missing", "empty", "zeros", "ones", "shape_only", "nan", "echo", "all_zero_by_one",
+         *(f"mixed_{k}" for k in range(len(BROADCAST))))
 
 
 def _map(value, leaf):
@@ -69,6 +78,31 @@ def _echo(given):
     return _number_leaf(array, lambda v: type(v)(scalars[0]) if scalars else type(v)(0), lambda v: False)
 
 
+def _broadcastable(value, kind):
+    """``value`` (a numeric array) reshaped to one of :data:`BROADCAST`, keeping real numbers."""
+    flat = value.reshape(-1)
+    first = flat[:1] if flat.size else np.zeros(1, value.dtype)
+    if kind == "zero_by_one":
+        return np.zeros((0, 1), value.dtype)
+    if kind == "one":
+        return first.copy()
+    if kind == "scalar":
+        return first.reshape(()).copy()
+    rows = value.shape[0] if value.ndim else 1
+    return value.reshape(rows, -1)[:, :1].copy() if value.size else np.zeros((rows, 1), value.dtype)
+
+
+def _mixed(offset):
+    count = [0]
+
+    def leaf(value):
+        if not (isinstance(value, np.ndarray) and value.dtype.kind in "biufc"):
+            return value
+        count[0] += 1
+        return _broadcastable(value, BROADCAST[(count[0] - 1 + offset) % len(BROADCAST)])
+    return leaf
+
+
 def variants(seen: dict, given: dict, rng) -> dict[str, dict]:
     """``{kind: observations}`` for every kind of :data:`KINDS`, from the real ``seen``."""
     def noise(value):
@@ -84,8 +118,15 @@ def variants(seen: dict, given: dict, rng) -> dict[str, dict]:
         "nan": _number_leaf(lambda v: np.full_like(v, np.nan) if v.dtype.kind in "fc" else np.zeros_like(v),
                             lambda v: float("nan") if isinstance(v, float) else type(v)(0), lambda v: False),
         "echo": _echo(given),
+        "all_zero_by_one": lambda v: _broadcastable(v, "zero_by_one")
+        if isinstance(v, np.ndarray) and v.dtype.kind in "biufc" else v,
+        **{f"mixed_{k}": _mixed(k) for k in range(len(BROADCAST))},
     }
     found = {"missing": {}, "empty": {name: _empty(value) for name, value in seen.items()}}
+    arrays = []
+    _map(seen, lambda v: arrays.append(v) if isinstance(v, np.ndarray) and v.dtype.kind in "biufc" else v)
+    if not arrays:         # nothing to reshape: the broadcast kinds would be the real report itself
+        leaves = {k: v for k, v in leaves.items() if k != "all_zero_by_one" and not k.startswith("mixed_")}
     for kind, leaf in leaves.items():
         if kind != "empty":                     # empty containers at the top, not emptied elements
             found[kind] = {name: _map(value, leaf) for name, value in seen.items()}
@@ -117,7 +158,7 @@ def verdict(source: str, cell_id: str, nonce: str, observations: dict, given: di
     try:
         seen = check.decode(check.encode(nonce, cell_id, observations), nonce=nonce, cell_id=cell_id)
         check._call_judge(judge, given, seen)
-    except Exception as exc:        # AssertionError, or observations the judge cannot use: both score 0
+    except Exception as exc:  # noqa: BLE001 -- AssertionError, or observations the judge cannot use: both score 0
         return f"{type(exc).__name__}: {str(exc)[:200]}"
     return "passed"
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from coursekit.course.student import check
-from coursekit.course.student.check import NotReported, decode, encode, graded_check, read_report
+from coursekit.course.student.check import NotReported, decode, encode, read_report
 from coursekit.course.grading.judge import judge_cells
 
 CELL = '''import numpy as np
@@ -126,3 +126,19 @@ def test_the_judge_uses_the_runs_seed_and_the_reported_observations(tmp_path, mo
     extra = encode("run-7", "exp-cell", {"got": np.exp(np.zeros(7)), "bonus": 1})
     (tmp_path / "exp-cell.npz").write_bytes(extra)
     assert judge_cells([(3, "exp-cell", CELL)], str(tmp_path), "run-7")[3][1].startswith("error: TypeError")
+
+
+def test_the_judges_comparisons_check_shape_and_dtype_before_values():
+    # issue 39: np.allclose broadcasts, so an empty (0, 1) observation "matched" any answer
+    from coursekit.course.student.check import close, close_each, equal
+
+    want = np.array([1.0, 2.0, 3.0])
+    assert np.allclose(np.zeros((0, 1)), want)                  # the hole the helpers close
+    for bad in (np.zeros((0, 1)), np.ones(1), np.ones((3, 1)), np.float64(1.0), [1.0, 2.0], None, "1", True):
+        for compare in (close, close_each, equal):
+            with pytest.raises(AssertionError):
+                compare(bad, want)
+    with pytest.raises(AssertionError, match="expected float32, got float64"):
+        close(want, want, dtype=np.float32)
+    assert close(want.astype(np.float32), want, dtype="float32") and equal([1, 2, 3], want)
+    assert not close(want + 1, want) and close_each(want, want).shape == (3,)

@@ -243,7 +243,6 @@ def test_grade_cli_explains_bad_paths(args, message, capsys):
 def test_progress_is_one_line_per_notebook_off_a_terminal_and_ignored_files_are_listed(tmp_path, monkeypatch):
     import io
 
-    from coursekit.course.grading import grader
     from coursekit.course.grading.grader import Score, _Progress
 
     stream = io.StringIO()

@@ -6,7 +6,11 @@ this machine's sandbox): every graded cell must pass (105 points of 11 exercises
 written). Each unsolved exercise graded the same way must score 0. Then every judged cell's
 *reference* judge is replayed on the observations of that run made degenerate (see
 ``degenerate.py``: nothing, empty containers, every number 0 or 1, the right shapes full of noise,
-NaN, the inputs echoed back): each must fail, so no point is given without an answer.
+NaN, the inputs echoed back, and shapes NumPy broadcasts against the answer — ``(0, 1)``, ``(1,)``,
+``(k, 1)``, 0-d — mixed per observation): each must fail, so no point is given without an answer.
+(Exercise 5's ``placement`` passed an empty ``(0, 1)`` array, compared with ``np.allclose`` before any
+shape check: judges now compare through ``coursekit.course.check.close``/``close_each``/``equal``,
+which check shape and dtype first.)
 """
 
 from __future__ import annotations

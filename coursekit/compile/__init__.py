@@ -28,4 +28,6 @@ from .function import MissingInputError, UnusedInputError, function  # noqa: F40
 from .io import In, Out  # noqa: F401
 from .mode import Mode, get_mode  # noqa: F401
 from .monitormode import MonitorMode  # noqa: F401
+from .nanguardmode import NanGuardMode  # noqa: F401
+from .viewop import ViewOp, view_op  # noqa: F401
 from .sharedvalue import SharedVariable, shared  # noqa: F401

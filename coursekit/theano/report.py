@@ -19,15 +19,10 @@ DIFFERENCES = {
     "theano.tensor.nnet.ultra_fast_sigmoid": "exact sigmoid; Theano's was a piecewise approximation "
                                              "(absolute error up to about 0.02)",
     "theano.tensor.nnet.sigmoid.ultra_fast_sigmoid": "exact sigmoid; Theano's was an approximation",
-    "theano.tensor.shared_randomstreams.RandomStreams": "NumPy's generator: the same distributions, other "
-                                                        "numbers than Theano's for the same seed",
-    "theano.tensor.shared_randomstreams": "NumPy's generator: other numbers than Theano's for the same seed",
     "theano.tensor.nnet.conv3d2d": "conv3d computed directly (one op), not as Theano's stack of 2-D convolutions",
     "theano.tensor.signal.downsample": "the pre-0.9 module name; pool_2d's padding/mode arguments as in 0.9",
     "theano.compile.mode.get_default_mode": "modes differ in rewrites only; every mode runs NumPy thunks",
     "theano.printing.pydotprint": "draws with matplotlib (no pydot/graphviz needed)",
-    "theano.sandbox.rng_mrg.MRG_RandomStreams": "the MRG31k3p generator; its numbers for a seed are not checked "
-                                                "against Theano's",
     "theano.gpuarray": "Theano's libgpuarray back end is not coursekit's: pygpu_activated is False, no cuDNN; "
                        "device=gpu runs coursekit's own GPU path",
     "theano.sandbox.cuda": "Theano's old CUDA back end is not coursekit's: cuda_enabled is False",

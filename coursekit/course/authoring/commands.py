@@ -1,4 +1,5 @@
-"""The authoring subcommands of ``python -m coursekit``: ``release``, ``setup-cells``, ``colab-table``.
+"""The authoring subcommands of ``python -m coursekit``: ``release``, ``setup-cells``, ``colab-table``,
+``text-pairs``, ``mutate``.
 
 One module so that the command line loads the authoring tools (nbformat among them) only when one of
 these commands runs, with one lazy import (coursekit/__main__.py).
@@ -10,8 +11,9 @@ from pathlib import Path
 
 from .exercises import ExerciseError
 from ..student.layout import CourseNotFound, checkout_root
-from . import links, setup_cell
+from . import links, setup_cell, text_pairs
 from .release import ReleaseError, release
+from .mutation import report as mutation_report
 
 
 def run_release(args) -> int:
@@ -77,3 +79,26 @@ def run_colab_table(args) -> int:
     if relinked:
         print("now run `python -m coursekit exercises` to carry the links into exercises/.")
     return 0
+
+
+def run_text_pairs(args) -> int:
+    root = _root_or_error("text-pairs")
+    if root is None:
+        return 2
+    if args.check:
+        problems = text_pairs.out_of_date(root / "notebooks")
+        for line in problems:
+            print(line, file=sys.stderr)
+        if problems:
+            print("run `python -m coursekit text-pairs` and commit notebooks/text/.", file=sys.stderr)
+            return 1
+        print("every lesson's text pair (notebooks/text/) is up to date.")
+        return 0
+    changed = text_pairs.write_pairs(root / "notebooks")
+    print(f"{len(changed)} text pairs written or removed in notebooks/text/")
+    return 0
+
+
+def run_mutate(args) -> int:
+    """``coursekit mutate``: grade mutants of each task's solution with its judge (see :mod:`.mutation`)."""
+    return mutation_report.run(args)

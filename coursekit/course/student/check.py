@@ -224,6 +224,47 @@ def graded_check(cell_id: str, inputs, probe, judge, *, seed: int) -> None:
     _call_judge(judge, given, decode(data, nonce=None, cell_id=cell_id))
 
 
+# --- comparisons for judges: shape and dtype before values -----------------------------------------
+
+
+def _numbers(got, want, what: str, dtype) -> np.ndarray:
+    """``got`` as an array after checking it is numbers of ``want``'s shape (and ``dtype`` when given).
+
+    Why first: NumPy broadcasts before it compares, so ``np.allclose(np.zeros((0, 1)), want)`` is an
+    empty comparison and True, and a ``(1,)`` or ``(k, 1)`` observation is compared with every row.
+    """
+    __tracebackhide__ = True
+    array = np.asarray(got) if isinstance(got, (np.ndarray, np.generic, int, float, list, tuple)) else None
+    if array is None or array.dtype.kind not in "iufc" or isinstance(got, bool):
+        raise AssertionError(f"{what}: expected numbers, got {type(got).__name__}"
+                             f"{'' if array is None else ' of ' + str(array.dtype)}")
+    shape = np.shape(want)
+    if array.shape != shape:
+        raise AssertionError(f"{what}: expected shape {shape}, got {array.shape}")
+    if dtype is not None and array.dtype != np.dtype(dtype):
+        raise AssertionError(f"{what}: expected {np.dtype(dtype)}, got {array.dtype}")
+    return array
+
+
+def close_each(got, want, *, rtol=1e-5, atol=1e-8, dtype=None, what="the result") -> np.ndarray:
+    """``np.isclose(got, want)`` elementwise, after :func:`_numbers`' shape (and dtype) check."""
+    __tracebackhide__ = True
+    return np.isclose(_numbers(got, want, what, dtype), want, rtol=rtol, atol=atol)
+
+
+def close(got, want, *, rtol=1e-5, atol=1e-8, dtype=None, what="the result") -> bool:
+    """``np.allclose(got, want)``, after :func:`_numbers`' shape (and dtype) check (a wrong shape or
+    dtype raises AssertionError naming both, instead of broadcasting)."""
+    __tracebackhide__ = True
+    return bool(close_each(got, want, rtol=rtol, atol=atol, dtype=dtype, what=what).all())
+
+
+def equal(got, want, *, dtype=None, what="the result") -> bool:
+    """``np.array_equal(got, want)``, after :func:`_numbers`' shape (and dtype) check."""
+    __tracebackhide__ = True
+    return bool(np.array_equal(_numbers(got, want, what, dtype), want))
+
+
 def _judge_reported(cell_id: str, inputs, judge) -> None:
     __tracebackhide__ = True   # IPython leaves this frame out of a student's traceback
     state = _JUDGING
