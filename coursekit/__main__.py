@@ -139,27 +139,25 @@ def _regrade_counts(previous, scores) -> tuple[int, int]:
 
 
 def _calibrate(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import NoGPU, calibrate, describe
+    from coursekit.costmodel import calibrate, presets
 
     if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
         print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
               f"preset ({', '.join(presets.PRESETS)})", file=sys.stderr)
         return 2
     try:
-        spec, path = calibrate(args.name, repeats=args.repeats)
-    except NoGPU as exc:
+        spec, path = calibrate.calibrate(args.name, repeats=args.repeats)
+    except calibrate.NoGPU as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"measured {spec.name}:\n{describe(spec)}")
+    print(f"measured {spec.name}:\n{calibrate.describe(spec)}")
     print(f"saved {path}\nuse it with COURSEKIT_FLAGS=gpu_model={spec.key} "
           f"or coursekit.config.change(gpu_model={spec.key!r})")
     return 0
 
 
 def _gpu_models(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import describe
+    from coursekit.costmodel import calibrate, presets
 
     names = args.names or presets.available()
     for name in names:
@@ -170,7 +168,7 @@ def _gpu_models(args) -> int:
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
         kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
-        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
+        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{calibrate.describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
             if spec.figure_sources:
@@ -311,14 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
     mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
     mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
-    mu.set_defaults(func=_mutate)
+    mu.set_defaults(func=_authoring, authoring="run_mutate")
     return parser
-
-
-def _mutate(args) -> int:
-    from coursekit.course.authoring.mutation import report
-
-    return report.run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,7 +39,7 @@ FACADE = "<coursekit>"  # ``coursekit/__init__.py``: it may name every layer (la
 # names moved into coursekit/theano (issue 37), there are none.
 ALIAS_MODULES = set()
 
-MAX_LOCAL_IMPORTS = 30
+MAX_LOCAL_IMPORTS = 26   # a ratchet: lower it when one goes, never raise it to fit a new one
 LAZY = "loaded on first use: "
 CYCLE = "the two modules use each other (the other one imports this one at its top): "
 # (importing module, imported module): why the import is inside a function
@@ -48,17 +48,14 @@ LOCAL_IMPORTS = {
     ("__main__", "course.grading.grader"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.report"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading.sandbox"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "costmodel.calibrate"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "costmodel"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.grading"): LAZY + "each command-line subcommand loads only what it runs",
     ("__main__", "course.authoring"): LAZY + "each command-line subcommand loads only what it runs",
-    ("__main__", "course.authoring.mutation"): LAZY + "each command-line subcommand loads only what it runs",
     ("compile.linker", "compile.rebuild"): CYCLE + "Function.copy and pickling compile again",
     ("compile.rebuild", "compile.function"): CYCLE + "rebuilding a function calls function()",
     ("course.grading.child", "course.grading.execute"): LAZY + "the forked child loads the run's program after the fork",
     ("course.grading.execute", "course.grading.judge"): LAZY + "the sandboxed runner judges only after the notebook ran",
     ("course.grading.grader", "course.grading.kernel_cache"): LAZY + "the emulator's compiler only when the shared kernel cache is built",
-    ("course.authoring.graded", "course.authoring.exercises"): CYCLE + "graded cells and solution regions check each other",
     ("cuda.checked", "cuda.emulator"): CYCLE + "the AddressSanitizer run reuses the emulator's labels and checks",
     ("cuda.emulator", "cuda.checked"): LAZY + "check='memory' only: the AddressSanitizer subprocess",
     ("devices", "devices.types"): LAZY + "a tensor type: coursekit.cuda uses devices without loading tensors",
@@ -308,6 +305,7 @@ def test_the_course_and_the_cuda_emulator_load_no_compiler_module():
     assert not {m for m in graded if m.startswith(compiler)}, sorted(graded)
     grader = _loaded_by("import coursekit.course.grading.grader, coursekit.course.grading.runner, coursekit.course.student.check")
     assert not {m for m in grader if m.startswith(compiler)}, sorted(grader)
+    assert not {m for m in grader if m.startswith("coursekit.cuda")}, "the grader loads the emulator before it builds its cache"
     cuda = _loaded_by("import coursekit.cuda")
     assert not {m for m in cuda if m.startswith(compiler)}, sorted(cuda)
     assert "coursekit.compile" in _loaded_by("import coursekit; coursekit.function")  # the facade still works

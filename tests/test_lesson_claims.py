@@ -64,7 +64,7 @@ CLAIMS = [
     ("01_tour", "how* coursekit computes a sigmoid", r"log of the tanh form: -2\.999983e\+01",
      "the z = -30 row is the tanh formula's, reproduced"),
     ("02_exp_benchmark", "the measurement falls inside the model's band",
-     r"\d+ µs modelled \(h100, -21%/\+46%\).*\nmeasured on an H100 \(2026-11-24\): 115\.3 µs to 128\.9 µs",
+     r"\d+ µs modelled \(h100, [-+]\d+%/\+\d+%\).*\nmeasured on an H100 \(2026-11-24\): 115\.3 µs to 128\.9 µs",
      "H100 modelled beside measured"),
     ("02_exp_benchmark", "GpuArray backend (`device=cuda`) did run float64 on the GPU", r"Used the cpu",
      "the float64 sentence names Theano's GpuArray backend"),

@@ -55,7 +55,7 @@ def test_twine_accepts_the_wheel_and_the_sdist(dist):
 def test_the_wheel_carries_the_library_the_emulator_and_the_student_course(dist):
     names = set(zipfile.ZipFile(dist[0]).namelist())
     assert {"coursekit/__init__.py", "coursekit/cuda/ck_runtime.cpp", "coursekit/cuda/ck_prelude.h",
-            "coursekit/course/student/start.py", "coursekit_pytest.py"} <= names
+            "coursekit/course/student/start.py", "coursekit_pytest.py", "coursekit/py.typed"} <= names
     course = sorted(n.removeprefix("coursekit/course_files/") for n in names if n.startswith("coursekit/course_files/"))
     assert course == sorted([f"exercises/{n}" for n in EXERCISES] + [f"notebooks/{n}" for n in LESSONS])
     assert len(LESSONS) == 11 and len(EXERCISES) == 11

@@ -11,6 +11,7 @@ import pytest
 
 import coursekit as theano
 import coursekit.tensor as T
+from coursekit.random import RandomStreams
 from coursekit.tensor.shape import Shape
 from coursekit.tensor.var import vector_length_from
 
@@ -40,7 +41,7 @@ def test_zeros_and_random_sizes_use_the_same_answer():
     z = T.zeros(x.shape[1:])       # the slice case: before, T.zeros refused it as unknown
     f = theano.function([x], z)
     assert f(np.ones((2, 3, 4), dtype=x.dtype)).shape == (3, 4)
-    draws = T.shared_randomstreams.RandomStreams(seed=1).uniform(size=x.shape[1:])
+    draws = RandomStreams(seed=1).uniform(size=x.shape[1:])
     assert draws.ndim == 2
     with pytest.raises(TypeError, match="pass a tuple of sizes instead"):
         T.zeros(T.lvector("v"))

@@ -74,7 +74,7 @@ class Function:
         if want_profile:
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
-        # whole-call CUDA graphs, where the mode asks for them (cudagraph.py): None otherwise
+        # whole-call CUDA graphs (cudagraph.py), on unless the mode turns them off: None then
         self.cuda_graph = GraphCall(self, mode.cuda_graphs) if getattr(mode, "cuda_graphs", 0) else None
 
     # ------------------------------------------------------------------ link
@@ -181,6 +181,9 @@ class Function:
             hooks=self._hooks, turn=self._turn, update_locks=self._update_locks,
             frees_after=self.frees_after, inherit_before=self.inherit_before)
         self.source, self._call = generate_call(plan)
+        graph = getattr(self, "cuda_graph", None)
+        if graph is not None:   # a hook came or went: the graph call wraps the new ordinary call, or steps aside
+            graph.rewire()
 
     # ``f(...)`` runs the generated call itself (``attrgetter`` is C code, so no Python frame comes
     # in between): on a two-scalar graph the wrapper frame was a tenth of the call (W2).

@@ -276,8 +276,9 @@ print(f"measured on an H100 (2026-11-24): {format_seconds(low)} to {format_secon
 print(f"you predicted: GTX 580 {my_speedup_gtx580} times, H100 {my_speedup_h100} times")
 h100 = modelled["h100"]
 # the measurements against the modelled call without this machine's host time (it varies with the
-# machine and its load; the H100's own host was in the measurement): inside the model's stated band
-assert all(0.79 <= m / (h100.total - (h100.host or 0)) <= 1.46 for m in H100_MEASURED)
+# machine and its load; the H100's own host was in the measurement): inside the model's stated (held-out) band
+band_low, band_high = costmodel.presets.get("h100").band
+assert all(band_low <= m / (h100.total - (h100.host or 0)) <= band_high for m in H100_MEASURED)
 assert modelled["gtx580"].total < tutorial_seconds_gpu_per_call          # a little less than the tutorial measured
 
 
@@ -354,8 +355,10 @@ plt.show()
 # memory pool) plus coursekit's own host time per call measured on this machine, which is smaller than
 # the Python and C dispatch of 2012's Theano on 2012's CPU. For a current card the model's speed-up is
 # far larger, and the copy home takes most of the call. On the H100 the project measured the same call,
-# and the measurement falls inside the model's band (asserted above); the GTX 580 and T4 have no
-# measurement behind them, so their figures say "uncalibrated".
+# and the measurement falls inside the model's band (asserted above). That is in-sample agreement, not a test:
+# these runs are part of the corpus the band comes from. The band itself (−24%/+79%) was measured held out,
+# each workload judged by a band fitted without it, on calls of one kernel launch like this one. The GTX 580
+# and T4 have no measurement behind them, so their figures say "uncalibrated".
 #
 # What your measured figures say depends on your machine. On the simulated GPU, `device=gpu` is about
 # as fast as `device=cpu` or slower: it does the same NumPy work, plus a real copy for the simulated

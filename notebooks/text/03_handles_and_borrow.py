@@ -354,7 +354,7 @@ print(f"tutorial:          plain / handle = {0.639 / 0.349:.2f}, plain / borrow 
 #
 # The project measured exactly these three calls (vlen 230,400) on an H100 lent on 2026-11-24
 # (`benchmarks/results/2026-11-24-h100-lent-model-accuracy*`: two runs each). Here they are beside the model's whole
-# calls for that card, with the band the model states for it; the host part of each modelled call is the
+# calls for that card, with the band the model states for it (measured held out, on calls of one kernel launch); the host part of each modelled call is the
 # one measured in the same run on that machine, so that both sides describe the same computer:
 
 # %%
@@ -371,10 +371,13 @@ for name, runs in H100_RUNS.items():
     ratios[name] = [measured / call.total for measured, call in pairs]
     print(f"{name:<25} " + "; ".join(f"{call.figure()} vs {format_seconds(measured)} measured" for measured, call in pairs)
           + f"  (measured / modelled {min(ratios[name]):.2f}-{max(ratios[name]):.2f})")
-assert all(0.79 <= r <= 1.46 for rs in ratios.values() for r in rs)
+band_low, band_high = costmodel.presets.get("h100").band   # the held-out band
+assert all(band_low <= r <= band_high for rs in ratios.values() for r in rs)
 
 # %% [markdown]
-# Every measurement falls inside the model's band (asserted above). On a current card the copy home
+# Every measurement falls inside the model's band (asserted above). These runs are rows of the corpus the
+# band was measured on, so that is in-sample agreement: the band's held-out width, not this agreement, is
+# what a new program may expect. On a current card the copy home
 # is nearly the whole call, and without it a call costs about what queuing one kernel costs the host.
 
 # %% [markdown]

@@ -380,9 +380,10 @@ for preset in at_1000:
     print(f"{costmodel.model(preset).label}: slowest first {order};",
           "the order matpalm measured:", order == list(versions))
 band = {k: H100_MEASURED[k][0] / at_1000["h100"][k].total for k in versions}   # measured / modelled, H100
-inside = [k for k, r in band.items() if 0.79 <= r <= 1.46]
+low, high = costmodel.presets.get("h100").band_in_sample   # the corpus's own spread (these rows are in it)
+inside = [k for k, r in band.items() if low <= r <= high]
 print(f"modelled (h100) against the H100 measurement: measured / modelled "
-      + ", ".join(f"{r:.2f}" for r in band.values()) + f"; inside the band: {len(inside)} of 3")
+      + ", ".join(f"{r:.2f}" for r in band.values()) + f"; inside the band: {len(inside)} of 3 (in-sample)")
 assert len(inside) == 3 and band["GPU, all on device"] > 1.3   # the prose below reads these
 
 # %% [markdown]
@@ -391,7 +392,9 @@ assert len(inside) == 3 and band["GPU, all on device"] > 1.3   # the prose below
 # call wastes almost all of a current GPU. The project's H100 measurement agrees for the two versions
 # with copies; the all-on-device step (one GEMM) ran about 1.45 times longer than modelled, at the edge
 # of the band: a 1000 × 1000 product reaches less of the card's peak than the large products the
-# calibration measured.
+# calibration measured. "Inside" here is in-sample: these rows are in the corpus, and this one sets the top
+# of its spread. Left out, the band fitted on the other workloads stops at ×1.19 and misses it; that miss is
+# why the band the model quotes, measured held out, reaches +79%.
 #
 # On the simulated GPU, measured here, all versions do the same matrix product on the same CPU, so
 # the bars above are close to one another; removing the transfers saves only the time of a few

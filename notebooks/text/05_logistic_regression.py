@@ -490,7 +490,7 @@ print(f"as written, {h100.figure()}; measured on an H100 (2026-11-24): "
 # the checks use the model's device path: the host part is measured on this machine and grows with its load
 device_cut = 1 - t4["shared data"].device / t4["as written"].device
 assert device_cut > 0.5 and t4["as written"].device / tuned.device > 2 and tuned.parts["launch"] > tuned.parts["kernel"]
-assert H100_MEASURED["as written"] / h100.device > 2   # outside the band (measured at most 1.46x modelled);
+assert H100_MEASURED["as written"] / h100.device > 2   # far outside the one-launch band (held out: at most 1.79x);
 # the model's device path: this machine's host time, in h100.total, grows with its load
 
 # %% [markdown]
@@ -517,9 +517,11 @@ assert not tuned.synchronises and abs(rule - tuned.total) < 1e-12
 # Shared data removes more than half of a step (the upload of `x`), and the three changes together
 # make the step several times shorter. What remains is launches: each one costs the host several
 # microseconds, more than the small kernel it starts. The measured H100 step (run on 2026-11-24, when the step still uploaded `N` as well: five copies, now four) is several times longer
-# than even the H100 model says, and outside its error band: the project's corpus measured calls with
-# one to four copies, and this step's twelve GPU ops and its copies cost more per op on coursekit's CuPy path than
-# the model's figures (issue 28 works on that path). A modelled figure is a prediction; where a
+# than even the H100 model says, and outside the band measured held out on the corpus: that corpus holds
+# calls of one kernel launch (and up to four copies), and this step's twelve GPU ops and its copies cost more
+# per op on coursekit's CuPy path than the model's figures. So a step of many launches is priced with its
+# launch count and a separate, wider band ("-24%/+250% at <n> launches, unmeasured"), whose top is this one
+# measurement, until such steps are measured on the current path. A modelled figure is a prediction; where a
 # measurement exists, trust the measurement.
 
 # %%
@@ -688,8 +690,8 @@ assert all(200 <= (crossovers["return nothing", p] or 0) <= 2000 for p in GPU_PR
 #   amortise. The blue cross is coursekit's real step on an H100 at N = 400: slower still than the model
 #   says (see the table above). Keeping the data on the device is what makes the GPU worth having.
 #
-# The lines carry the presets' error bands: the H100's from the project's measurements, the older
-# cards' "uncalibrated". The tutorial's conclusion in one sentence: the GPU pays off when the data lives
+# The lines carry the presets' error bands: the H100's from the project's measurements (the wider
+# many-launch band, since a step is many launches), the older cards' "uncalibrated". The tutorial's conclusion in one sentence: the GPU pays off when the data lives
 # on it and the operations are large; everything else is overhead. If the measured CPU points jump
 # abruptly between two sizes, suspect a multi-threaded BLAS on busy cores: `time_call` pins BLAS to one
 # thread for that reason.

@@ -369,7 +369,8 @@ Table(["version", "per call at 100 steps", "cost of one more step", "vs NumPy's 
 # before any arithmetic. The cost model (`coursekit.costmodel`, datasheet presets) prices the
 # two compiled graphs on the GPU device at 100 steps: it counts what they do (launches, bytes,
 # FLOPs) and turns the counts into time. These are predictions for the named cards, not measurements,
-# and none of these cards was measured by the project except the H100 (its band is printed with it);
+# and none of these cards was measured by the project except the H100 (its band is printed with it: the
+# wider one for calls of many launches, since its corpus holds calls of one launch);
 # the loop's Python dispatch on the host comes on top of them (section 6 adds it).
 
 # %%

@@ -393,8 +393,10 @@ plt.show()
 # Each device op is one kernel launch, and every launch costs the host and the GPU a few microseconds
 # before any work starts. A training step of a small model is dozens of tiny kernels, so its time can
 # be mostly launches. A **CUDA graph** records the kernels of a call once and replays them all with
-# *one* launch. coursekit does this when asked through the mode, `theano.Mode("FAST_RUN").with_cuda_graphs()`,
-# on a real GPU with `allow_gc=False`; `f.cuda_graph.reason` says in words when it cannot.
+# *one* launch. coursekit does this by default on a real GPU: a function is captured after its first two
+# calls wherever that is safe (inputs of the same shapes, state on the device, no buffer allocated while its
+# kernels run, no profile or DebugMode watching every op); `theano.Mode("FAST_RUN").without_cuda_graphs()`
+# turns it off, and `f.cuda_graph.reason` says in words why a function was not captured.
 #
 
 # %%
@@ -404,8 +406,8 @@ rng5 = np.random.RandomState(5)
 
 
 def logistic_step(graphs):
-    # the lesson-5 training step, data in shared variables; graphs: replay its kernels as one CUDA graph
-    mode = theano.Mode("FAST_RUN").with_cuda_graphs() if graphs else theano.Mode("FAST_RUN")
+    # the lesson-5 training step, data in shared variables; graphs (the default): replay its kernels as one graph
+    mode = theano.Mode("FAST_RUN") if graphs else theano.Mode("FAST_RUN").without_cuda_graphs()
     with theano.config.change(device=GPU_DEVICE, floatX="float32", allow_gc=False):
         data = theano.shared(rng5.randn(400, 784).astype("float32"), name="data")
         labels = theano.shared(rng5.randint(0, 2, 400).astype("float32"), name="labels")

@@ -1,5 +1,5 @@
 """The authoring subcommands of ``python -m coursekit``: ``release``, ``setup-cells``, ``colab-table``,
-``text-pairs``.
+``text-pairs``, ``mutate``.
 
 One module so that the command line loads the authoring tools (nbformat among them) only when one of
 these commands runs, with one lazy import (coursekit/__main__.py).
@@ -13,6 +13,7 @@ from .exercises import ExerciseError
 from ..student.layout import CourseNotFound, checkout_root
 from . import links, setup_cell, text_pairs
 from .release import ReleaseError, release
+from .mutation import report as mutation_report
 
 
 def run_release(args) -> int:
@@ -96,3 +97,8 @@ def run_text_pairs(args) -> int:
     changed = text_pairs.write_pairs(root / "notebooks")
     print(f"{len(changed)} text pairs written or removed in notebooks/text/")
     return 0
+
+
+def run_mutate(args) -> int:
+    """``coursekit mutate``: grade mutants of each task's solution with its judge (see :mod:`.mutation`)."""
+    return mutation_report.run(args)

@@ -58,6 +58,8 @@ import re
 from dataclasses import dataclass
 from numbers import Real
 
+from .regions import ANY_MARKER_RE, ExerciseError, find_regions
+
 GRADED_TAG = "graded"
 METADATA_KEY = "coursekit"
 NBGRADER_KEY = "nbgrader"
@@ -177,9 +179,6 @@ def _id_problems(cell_id, where: str, seen: dict[str, int], index: int) -> list[
 
 def _source_problems(source: str, cell_id, where: str) -> list[str]:
     """The cell asserts something, checks under its own id, and holds no solution region."""
-    # Imported here so that graded.py has no import cycle with exercises.py.
-    from .exercises import find_regions, ExerciseError
-
     problems = []
     if not source.strip():
         problems.append(f"{where}: graded cell is empty; it must assert something.")
@@ -259,8 +258,6 @@ def mark_notebook(nb) -> bool:
     again after an edit (``python -m coursekit exercises`` does) brings the marks back in line.
     Call it on a valid notebook (:func:`validate_notebook`).
     """
-    from .exercises import ANY_MARKER_RE   # graded.py and exercises.py use each other
-
     changed = False
     for index, cell in enumerate(nb.cells):
         before = (cell.source, dict(cell.metadata))

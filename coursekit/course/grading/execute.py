@@ -112,7 +112,7 @@ def run_cells(nb, args, config: dict, emit) -> None:
         run_sync(nc.execute_with_restarts)(client, graded, callbacks, config)
     except DeadKernelError:
         emit(event="crashed", index=callbacks.index, memory=False)
-    except Exception as exc:  # e.g. the kernel could not start: report it instead of a bare exit code
+    except Exception as exc:  # noqa: BLE001 -- e.g. the kernel could not start: report it instead of a bare exit code
         emit(event="failed", message=f"{type(exc).__name__}: {exc}"[:TEXT_LIMIT])
     finally:
         if args.executed:

@@ -31,7 +31,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys  # noqa: F401  (h39 is rewriting this module: the lead removes it at merge if still unused)
 import tempfile
 import threading
 from pathlib import Path
