@@ -37,11 +37,18 @@ import coursekit as theano  # noqa: E402
 import coursekit.tensor as T  # noqa: E402
 from coursekit.lessons import time_call  # noqa: E402
 from coursekit import costmodel  # noqa: E402
-from coursekit.costmodel import LARGE_COPY
+from coursekit.costmodel import LARGE_COPY  # noqa: E402
 from coursekit.profiling.predict import predict_call  # noqa: E402
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import many_launch  # noqa: E402
 
-def rows(small):
+
+def rows(small, many=False):
+    """The corpus's rows (W1, W4, a transfer sweep: one kernel launch each); ``many``: also the lessons'
+    many-launch calls (benchmarks/many_launch.py)."""
+    if many:
+        yield from many_launch.rows()
     rng = np.random.RandomState(0)
     vlen = 23040 if small else 230400
     x = theano.shared(rng.rand(vlen).astype("float32"), name="x")
@@ -67,21 +74,23 @@ CORPUS = {"h100": ("2026-11-24-h100-lent-model-accuracy-calibrated.json",
                    "2026-11-24-h100-lent-model-accuracy-datasheet.json")}
 
 
-def load_corpus(card="h100"):
-    """``[(run file, row dict with row, measured, host)]`` of every committed real-GPU run of ``card``."""
+def load_corpus(card="h100", files=None):
+    """``[(run file, row dict with row, measured, host)]`` of every committed real-GPU run of ``card``
+    (or of the result ``files`` given, e.g. a run just made on a lent GPU)."""
     out = []
-    for name in CORPUS[card]:
+    for name in files or CORPUS[card]:
         with open(os.path.join(RESULTS, name)) as fh:
-            out += [(name, row) for row in json.load(fh)["rows"]]
+            out += [(os.path.basename(name), row) for row in json.load(fh)["rows"]]
     return out
 
 
-def remodel(preset, card="h100"):
+def remodel(preset, card="h100", files=None):
     """``[(run file, row, ModelledCall with that run's measured host time)]``: the corpus under ``preset``."""
     model = costmodel.model(preset)
-    corpus = load_corpus(card)
+    corpus = load_corpus(card, files)
+    many = any(row["row"].startswith("lesson ") for _, row in corpus)
     with theano.config.change(device="sim", floatX="float32"):
-        calls = {name: predict_call(fn, *fargs, model=model, calls=2) for name, fn, fargs in rows(small=False)}
+        calls = {name: predict_call(fn, *fargs, model=model, calls=2) for name, fn, fargs in rows(False, many)}
     missing = {row["row"] for _, row in corpus} - set(calls)
     if missing:
         raise ValueError(f"corpus rows {sorted(missing)} are not rows of this script: re-measure on a GPU")
@@ -92,11 +101,97 @@ def derive_band(remodelled):
     """``(band, band_large_copies)``: (lowest, highest) measured / modelled, rounded outwards to 0.01."""
     small, large = [], []
     for _, row, call in remodelled:
-        (large if call.largest_copy >= LARGE_COPY else small).append(row["measured"] / call.total)
+        if _class(call) != "many":   # many-launch calls have a band of their own (held_out)
+            (large if _class(call) == "large" else small).append(row["measured"] / call.total)
 
     def spread(ratios):
         return (math.floor(min(ratios) * 100) / 100, math.ceil(max(ratios) * 100) / 100) if ratios else ()
     return spread(small), spread(large)
+
+
+def _workload(row):
+    return row["row"]
+
+
+def _fit(ratios):
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def held_out(remodelled, by="workload"):
+    """The band held out: each row judged by a band fitted WITHOUT it.
+
+    ``by="workload"``: leave one workload out (both of its runs) and fit on the rest;
+    ``by="run"``: fit on one run and test on the other (calibrate-on-one, test-on-the-other).
+    Rows are judged within their class: "small" (one kernel launch, host copies under 32 MiB), "large"
+    (a copy of 32 MiB or more) and "many" (more than one kernel launch: the lessons' training steps).
+    Returns ``{class: dict(inside, judged, unjudged, band)}``: how many held-out
+    rows fall inside their training band, how many could be judged (a class with a single workload has
+    no training rows when it is left out), and the held-out band: the in-sample band widened by the
+    worst factor by which a held-out row fell outside its training band.  That widening is what an
+    unseen workload has cost the model so far, so it is the honest error to quote for one.
+    """
+    out = {}
+    for cls in ("small", "large", "many"):
+        rows = [(run, row, row["measured"] / call.total) for run, row, call in remodelled if _class(call) == cls]
+        inside = judged = 0
+        worst_low = worst_high = 1.0
+        for run, row, ratio in rows:
+            if by == "workload":
+                train = [r for _, w, r in rows if _workload(w) != _workload(row)]
+            else:
+                train = [r for rr, w, r in rows if rr != run]
+            fit = _fit(train)
+            if fit is None:
+                continue
+            judged += 1
+            inside += fit[0] <= ratio <= fit[1]
+            worst_low, worst_high = max(worst_low, fit[0] / ratio), max(worst_high, ratio / fit[1])
+        full = _fit([r for _, _, r in rows])
+        band = () if not judged or full is None else (math.floor(round(full[0] / worst_low * 100, 6)) / 100,
+                                                       math.ceil(round(full[1] * worst_high * 100, 6)) / 100)
+        out[cls] = dict(inside=inside, judged=judged, unjudged=len(rows) - judged, band=band)
+    return out
+
+
+def _class(call):
+    if call.largest_copy >= LARGE_COPY:
+        return "large"
+    return "many" if call.launches > 1 else "small"
+
+
+def measured_operations(remodelled):
+    """(fewest, most) kernel launches and (fewest, most) host copies per call in the corpus."""
+    launches = [call.launches for _, _, call in remodelled]
+    copies = [call.transfers for _, _, call in remodelled]
+    return (min(launches), max(launches)), (min(copies), max(copies))
+
+
+def held_out_report(preset, files=None):
+    remodelled = remodel(preset, files=files)
+    in_sample = derive_band(remodelled)
+    (l0, l1), (c0, c1) = measured_operations(remodelled)
+    lines = [f"The committed H100 corpus, {len(remodelled)} rows, re-modelled with {costmodel.model(preset).label}",
+             f"calls of {l0}-{l1} kernel launch(es) and {c0}-{c1} host copies each: no many-launch call is measured", "",
+             f"in-sample band (fitted on every row, judged on the same rows: agreement by construction): "
+             f"{_band(in_sample[0])} for copies under 32 MiB, {_band(in_sample[1])} with a larger copy", "",
+             "| held out by | calls | inside its training band | not judgeable | held-out band |",
+             "|---|---|---|---|---|"]
+    for by, words in (("workload", "leave one workload out (both runs)"), ("run", "fit on one run, test on the other")):
+        for cls, result in held_out(remodelled, by).items():
+            what = {"small": "1 launch, copies under 32 MiB", "large": "a copy from 32 MiB", "many": "many launches"}
+            lines.append(f"| {words} | {what[cls]} | {result['inside']}/{result['judged']} | {result['unjudged']} | "
+                         f"{_band(result['band'])} |")
+    spec = costmodel.presets.get(preset)
+    lines += ["", f"{preset} states: {costmodel.presets.band_text(spec)} (held out, leave one workload out); "
+                  f"{costmodel.presets.band_text(spec, large_copies=True)} with a copy of 32 MiB or more; calls of "
+                  f"more than {spec.band_launches} launch(es): {costmodel.presets.band_text(spec, launches=spec.band_launches + 1)}"]
+    return "\n".join(lines)
+
+
+def _band(band):
+    if not band:
+        return "none (nothing to fit or judge)"
+    return f"x{band[0]:.2f}-{band[1]:.2f} ({round(100 * (band[0] - 1)):+d}%/{round(100 * (band[1] - 1)):+d}%)"
 
 
 def corpus_report(preset):
@@ -122,9 +217,17 @@ def main():
     parser.add_argument("--small", action="store_true", help="small sizes (quick check)")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--corpus", action="store_true", help="re-model the committed H100 runs (no GPU)")
+    parser.add_argument("--many-launch", action="store_true",
+                        help="also the lessons' many-launch calls (lessons 5, 8, 10: benchmarks/many_launch.py)")
+    parser.add_argument("--corpus-file", action="append", default=[],
+                        help="with --held-out/--corpus: judge these result JSON files (e.g. a new GPU run) instead")
+    parser.add_argument("--out", default=None, help="results folder (default benchmarks/results)")
+    parser.add_argument("--held-out", action="store_true",
+                        help="the band held out (leave one workload out; one run against the other), no GPU")
     args = parser.parse_args()
-    if args.corpus:
-        print(corpus_report(args.gpu_model or "h100"))
+    if args.corpus or args.held_out:
+        preset = args.gpu_model or "h100"
+        print(held_out_report(preset, args.corpus_file or None) if args.held_out else corpus_report(preset))
         return
     results = []
     try:
@@ -134,14 +237,18 @@ def main():
         sys.exit(f"error: {exc}\n(use --device sim to check this script without a GPU)")
     with theano.config.change(device=args.device, floatX="float32"):
         model = costmodel.model(args.gpu_model) if args.gpu_model else costmodel.model_for()
-        for name, fn, fargs in rows(args.small):
+        for name, fn, fargs in rows(args.small, args.many_launch):
             t = time_call(fn, *fargs, repeat=5, model=model.spec.key)
             ratio = t.modelled.total / t.best
             results.append(dict(row=name, measured=t.best, measured_on=t.device, modelled=t.modelled.total,
                                 modelled_device=t.modelled.device, host=t.modelled.host, ratio=ratio,
-                                within_30=bool(0.7 <= ratio <= 1.3)))
-    real = args.device.startswith("cuda")
-    lines = [f"Measured ({'real GPU' if real else 'SIMULATED GPU: CPU times, ratios meaningless'}) vs "
+                                within_30=bool(0.7 <= ratio <= 1.3), launches=t.modelled.launches,
+                                transfers=t.modelled.transfers))
+            print(f"{name}: {t.best * 1e6:.1f} µs measured, {t.modelled.total * 1e6:.1f} µs modelled", flush=True)
+    standin = getattr(theano.devices.cupy_status()[0], "STANDIN", False)   # the dry run's CuPy stand-in
+    real = args.device.startswith("cuda") and not standin
+    what = "real GPU" if real else ("CuPy STAND-IN: CPU times" if standin else "SIMULATED GPU: CPU times")
+    lines = [f"Measured ({what}{'' if real else ', ratios meaningless'}) vs "
              f"{model.label}, BLAS on 1 thread", "",
              "| row | measured | modelled (device + measured host) | modelled / measured | within ±30% |",
              "|---|---|---|---|---|"]
@@ -153,9 +260,9 @@ def main():
     print(text)
     if not args.no_save:
         stamp = datetime.date.today().isoformat()
-        base = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                            f"{stamp}-model-accuracy-{args.device.replace(':', '')}")
-        meta = dict(date=stamp, machine=platform.processor() or platform.machine(), device=args.device,
+        base = os.path.join(args.out or RESULTS, f"{stamp}-model-accuracy-{args.device.replace(':', '')}"
+                            + ("-many-launch" if args.many_launch else "") + ("-standin" if standin else ""))
+        meta = dict(date=stamp, machine=platform.processor() or platform.machine(), device=args.device, standin=standin,
                     gpu_model=model.spec.key, measured_preset=model.spec.measured, rows=results)
         with open(base + ".json", "w") as fh:
             json.dump(meta, fh, indent=2)

@@ -54,7 +54,7 @@ def workloads():
     return [(w1, ()), (w4, (x_val,)), (w3, data)]
 
 
-class model_switched_off:
+class model_switched_off:  # noqa: N801  (used as a context manager, named like one)
     """The profile as it was before the model: no modelled column, no modelled line."""
 
     def __enter__(self):

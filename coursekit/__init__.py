@@ -31,13 +31,14 @@ for _role, _target in {
     "compute_test_values": "test_value:compute_test_values",    # Op.__call__ with compute_test_value on
     "gpu_presets": "costmodel.presets:available",               # config.gpu_model's valid names
     "is_device_array": "devices.simarray:is_device_array",      # TensorType.filter's error on device values
+    "forget_scalar_op": "devices:forget_scalar_op",             # scalar.ops.register(op, replace=True)
     "gpu_from_host": "devices.transfer:gpu_from_host",          # x.transfer('gpu')
     "host_from_gpu": "devices.transfer:host_from_gpu",          # x.transfer('cpu')
     "profile_view": "printing.profile_view",           # ProfileStats.summary/_repr_html_/plot
     "function_html": "printing:function_html",                  # a compiled function in Jupyter
     "debugprint": "printing:debugprint",                        # exception_verbosity='high'
     "grad": "gradient:grad", "Rop": "rop:Rop", "Lop": "rop:Lop",  # T.grad, T.Rop, T.Lop, gradient.Rop
-    "jacobian": "gradient_extras:jacobian", "hessian": "gradient_extras:hessian",  # T.jacobian, T.hessian
+    "jacobian": "jacobian:jacobian", "hessian": "jacobian:hessian",  # T.jacobian, T.hessian
     "registered_modes": "debugmode",                            # mode='DebugMode' (it registers itself)
 }.items():
     wiring.provide(_role, _target)
@@ -52,13 +53,27 @@ _NAMES = {
     "Apply": ("graph", "Apply"), "Constant": ("graph", "Constant"), "Op": ("graph", "Op"),
     "Type": ("graph", "Type"), "Variable": ("graph", "Variable"), "TensorType": ("tensor.type", "TensorType"),
     "grad": ("gradient", "grad"), "dot": ("tensor", "dot"), "pp": ("printing", "pp"),
-    "scan": ("scan_module", "scan"),
+    "scan": ("scan_module", "scan"), "map": ("scan_module", "map"), "reduce": ("scan_module", "reduce"),
+    "foldl": ("scan_module", "foldl"), "foldr": ("scan_module", "foldr"),
+    "Param": ("compile", "Param"), "clone": ("compile", "clone"), "change_flags": ("config", "change_flags"),
+    "Rop": ("rop", "Rop"), "Lop": ("rop", "Lop"),
     "gpu_from_host": ("devices.transfer", "gpu_from_host"), "host_from_gpu": ("devices.transfer", "host_from_gpu"),
 }
-_SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda", "sandbox",
+_SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda",
                "debugmode", "course", "random", "scan_module", "graph", "scalar", "fgraph", "rop", "ifelse",
-               "costmodel", "work", "misc")
-_STANDALONE = ("course", "cuda", "devices", "config", "misc")  # need no compiler loaded
+               "costmodel", "work", "jacobian", "sparse")
+_STANDALONE = ("course", "cuda", "devices", "config")  # need no compiler loaded
+# Theano packages that only the ``import theano`` alias has: what a port that changed its imports writes instead
+_THEANO_ONLY = {
+    "sandbox": "theano.sandbox was Theano's old GPU package: write coursekit.gpu_from_host / host_from_gpu, "
+               "coursekit.devices.kernel_inputs.gpu_contiguous, coursekit.random.MRG_RandomStreams (or import "
+               "the alias module itself: from coursekit.theano import sandbox)",
+    "misc": "theano.misc held Theano's helpers for other libraries (pycuda_init joined PyCUDA's CUDA context): "
+            "coursekit needs none of them, drop the import (or: import coursekit.theano.misc.pycuda_init)",
+    "gof": "theano.gof is coursekit.graph (Variable, Apply, Op, graph_inputs, apply_nodes_between) and "
+           "coursekit.fgraph; Theano's other graph walks are the alias's (from coursekit.theano import gof)",
+    "gpuarray": "theano.gpuarray was Theano's libgpuarray back end; coursekit's GPU is config.device='gpu'",
+}
 
 
 def _load_compiler():
@@ -76,6 +91,8 @@ def __getattr__(name):
         if name not in _STANDALONE and f"{__name__}.{name}" not in sys.modules:  # (one being imported: as is)
             _load_compiler()
         value = importlib.import_module(f".{name}", __name__)
+    elif name in _THEANO_ONLY:
+        raise AttributeError(f"module 'coursekit' has no attribute {name!r}: {_THEANO_ONLY[name]}")
     else:
         raise AttributeError(f"module 'coursekit' has no attribute {name!r}")
     globals()[name] = value

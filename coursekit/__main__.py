@@ -8,7 +8,11 @@
 * ``coursekit mutate [--task ID] [--limit N]`` grades mutants of each graded task's solution with the
   task's judge and reports how many each judge kills (see docs/teaching.md);
 * ``coursekit gpu-models [NAME...]`` lists the presets of the modelled GPU (built-in and calibrated),
-  with their figures and sources.
+  with their figures and sources;
+* ``coursekit start [DIR]`` copies the student course into DIR (never over a student's change) and opens
+  JupyterLab on it; ``coursekit doctor`` says what this machine has and lacks for each lesson;
+* ``coursekit release OUT`` writes the student folder and zip for an LMS or a hub; ``setup-cells`` and
+  ``colab-table`` write the notebooks' setup cell and the README's Colab table (authors).
 
 See docs/teaching.md for the whole workflow. Only the course machinery is imported here, lazily,
 so that these commands work even while the array compiler is being changed.
@@ -22,6 +26,7 @@ import sys
 from pathlib import Path
 
 from coursekit.config import config
+from coursekit.course.student import doctor, start
 
 
 def usable_cores() -> int:
@@ -73,7 +78,7 @@ def _exercises(args) -> int:
 def _grade(args) -> int:
     from coursekit.course.grading import cluster, export, regrade, roundtrip
     from coursekit.course.grading.grader import grade
-    from coursekit.course.grading.report import number, write_reports
+    from coursekit.course.grading.report import isolation_lines, number, write_reports
     from coursekit.course.grading.sandbox import detect
 
     try:
@@ -99,12 +104,10 @@ def _grade(args) -> int:
         return 130
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    guard = detect()
-    print(f"isolation: {guard.label}", file=sys.stderr)
-    for line in guard.describe():
-        print(f"  {line}", file=sys.stderr)
+    isolation = isolation_lines(scores, None if args.cluster else detect())   # from the rows: where runs ran
+    print("isolation:", *isolation, sep="\n  ", file=sys.stderr)
     assigned = list(dict.fromkeys(s.notebook for s in scores)) if args.assignment else []
-    csv_path, md_path = write_reports(scores, args.out, warnings, [guard.label] + guard.describe(), assigned,
+    csv_path, md_path = write_reports(scores, args.out, warnings, isolation, assigned,
                                       lms.names if lms else None)
     roundtrip.save(args)
     students = len({s.student for s in scores})
@@ -136,27 +139,25 @@ def _regrade_counts(previous, scores) -> tuple[int, int]:
 
 
 def _calibrate(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import NoGPU, calibrate, describe
+    from coursekit.costmodel import calibrate, presets
 
     if args.name is not None and (not presets.NAME_RE.match(args.name) or args.name in presets.PRESETS):
         print(f"error: --name {args.name!r}: use lowercase letters, digits, '-', '_' or '.', and not a built-in "
               f"preset ({', '.join(presets.PRESETS)})", file=sys.stderr)
         return 2
     try:
-        spec, path = calibrate(args.name, repeats=args.repeats)
-    except NoGPU as exc:
+        spec, path = calibrate.calibrate(args.name, repeats=args.repeats)
+    except calibrate.NoGPU as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"measured {spec.name}:\n{describe(spec)}")
+    print(f"measured {spec.name}:\n{calibrate.describe(spec)}")
     print(f"saved {path}\nuse it with COURSEKIT_FLAGS=gpu_model={spec.key} "
           f"or coursekit.config.change(gpu_model={spec.key!r})")
     return 0
 
 
 def _gpu_models(args) -> int:
-    from coursekit.costmodel import presets
-    from coursekit.costmodel.calibrate import describe
+    from coursekit.costmodel import calibrate, presets
 
     names = args.names or presets.available()
     for name in names:
@@ -167,13 +168,41 @@ def _gpu_models(args) -> int:
             return 2
         chosen = " (config.gpu_model now)" if spec.key == config.gpu_model else ""
         kind = "measured by calibrate" if spec.measured else "each figure's source: datasheet, published, calibration or guess"
-        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{describe(spec)}")
+        print(f"{spec.key}{chosen}: {spec.name} [{kind}]\n{calibrate.describe(spec)}")
         if args.names:
             print("  sources:\n" + "\n".join(f"    - {source}" for source in spec.sources))
             if spec.figure_sources:
                 print("  per figure:\n" + "\n".join(f"    {name}: {kind} ({where})"
                                                      for name, kind, where in spec.figure_sources))
     return 0
+
+
+def _start(args) -> int:
+    try:
+        copied = start.copy_course(args.dir, update=args.update)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    folder = Path(args.dir)
+    print(f"course folder: {folder.resolve()}")
+    for line in copied.lines(folder):
+        print(line)
+    if args.no_lab:
+        print(f"open {folder / start.FIRST_LESSON} in Jupyter to begin (or run `coursekit start {folder}`).")
+        return 0
+    return start.open_lab(folder)
+
+
+def _doctor(args) -> int:
+    lines, status = doctor.report()
+    print("\n".join(lines))
+    return status
+
+
+def _authoring(args) -> int:
+    from coursekit.course.authoring import commands
+
+    return getattr(commands, args.authoring)(args)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -236,6 +265,40 @@ def build_parser() -> argparse.ArgumentParser:
     gm.add_argument("names", nargs="*", help="presets to show in full (default: all, without sources)")
     gm.set_defaults(func=_gpu_models)
 
+    st = commands.add_parser("start", help="copy the student course into a folder and open JupyterLab on it",
+                             description="Copy the lessons and exercises out of the installed package into DIR "
+                                         "and open JupyterLab there at lesson 1. A notebook you changed is never "
+                                         "overwritten; a later start adds what is new and says what it kept.")
+    st.add_argument("dir", nargs="?", default=start.DEFAULT_DIR, help=f"course folder (default: {start.DEFAULT_DIR})")
+    st.add_argument("--update", action="store_true", help="also replace notebooks you have not changed with their "
+                                                          "newer version (after upgrading coursekit)")
+    st.add_argument("--no-lab", action="store_true", help="copy only; do not open JupyterLab")
+    st.set_defaults(func=_start)
+
+    dr = commands.add_parser("doctor", help="what this machine has and lacks for each lesson",
+                             description="Check Python, the C++ compiler (lessons 7, 9, 11), CuPy and a GPU, "
+                                         "JupyterLab and bubblewrap, and print the fix for each gap.")
+    dr.set_defaults(func=_doctor)
+
+    rl = commands.add_parser("release", help="write the student folder and zip (for an LMS or a hub)",
+                             description="Write the student course (lessons and exercises, no solutions) to OUT "
+                                         "and OUT.zip, and check both for answer lines.")
+    rl.add_argument("out", help="a new folder")
+    rl.set_defaults(func=_authoring, authoring="run_release")
+
+    sc = commands.add_parser("setup-cells", help="write the setup cell into every lesson and solution (authors)")
+    sc.add_argument("--check", action="store_true", help="write nothing; exit 1 listing notebooks to update")
+    sc.set_defaults(func=_authoring, authoring="run_setup_cells")
+
+    ct = commands.add_parser("colab-table", help="write README.md's Open in Colab table and the notebooks' "
+                                                  "Colab links (authors)")
+    ct.add_argument("--check", action="store_true", help="write nothing; exit 1 when the table is out of date")
+    ct.set_defaults(func=_authoring, authoring="run_colab_table")
+
+    tp = commands.add_parser("text-pairs", help="write each lesson's text pair, notebooks/text/NN_name.py (authors)")
+    tp.add_argument("--check", action="store_true", help="write nothing; exit 1 listing pairs out of date")
+    tp.set_defaults(func=_authoring, authoring="run_text_pairs")
+
     mu = commands.add_parser("mutate", help="test the graded cells' judges by mutating the solutions",
                              description="Mutate each graded task's solution region, grade every mutant with the "
                                          "task's judge and report the share of non-equivalent mutants killed "
@@ -246,14 +309,8 @@ def build_parser() -> argparse.ArgumentParser:
     mu.add_argument("--match", default=None, help="only mutants whose description holds TEXT (e.g. __syncthreads)")
     mu.add_argument("--cell-timeout", type=float, default=60, help="seconds per cell (default: 60)")
     mu.add_argument("--out", default=None, help="also write the results as Markdown to this file")
-    mu.set_defaults(func=_mutate)
+    mu.set_defaults(func=_authoring, authoring="run_mutate")
     return parser
-
-
-def _mutate(args) -> int:
-    from coursekit.course.authoring.mutation import report
-
-    return report.run(args)
 
 
 def main(argv: list[str] | None = None) -> int:

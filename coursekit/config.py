@@ -22,6 +22,8 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import pathlib
+import platform
 import re
 
 from . import wiring
@@ -68,7 +70,7 @@ def _text(name, value):
     return str(value)
 
 
-_MODES = ("FAST_RUN", "FAST_COMPILE", "DebugMode")
+_MODES = ("FAST_RUN", "FAST_COMPILE", "DebugMode", "NanGuardMode")
 _MODE_ALIASES = {"DEBUG_MODE": "DebugMode", "debug": "DebugMode"}
 
 
@@ -144,6 +146,15 @@ _SPEC = {
     # t4 by default: modelled figures should describe a GPU a student can actually get today (free notebook
     # services lend T4s), not the 2012 card of the tutorial; lessons that compare with the seeds' figures ask
     # for gtx580 by name.
+    "NanGuardMode.nan_is_error": (True, _boolean, "NanGuardMode: a NaN in any node's input or output is an error"),
+    "NanGuardMode.inf_is_error": (True, _boolean, "NanGuardMode: an infinity is an error"),
+    "NanGuardMode.big_is_error": (True, _boolean, "NanGuardMode: a value above 1e10 in magnitude is an error"),
+    "NanGuardMode.action": ("raise", _choice("raise", "warn", "pdb"), "NanGuardMode: raise AssertionError, warn, "
+                            "or stop in pdb at the node"),
+    "base_compiledir": ("", _text, "the directory under which compiledir lies (default $COURSEKIT_CACHE_DIR or "
+                        "~/.cache/coursekit, where coursekit's compiled CUDA kernels go too)"),
+    "compiledir": ("", _text, "Theano's per-platform directory for compiled code, under base_compiledir; created "
+                   "when read (programs keep their own files there); coursekit compiles no C++ into it"),
     "gpu_model": ("t4", _gpu_model, "GPU preset of the cost model (modelled times): gtx580, t4, a100, h100..."),
     "cpu_kernels": ("numpy", _cpu_kernels, "fused elementwise chains on the CPU: numpy calls, or one numba loop"),
 }
@@ -164,11 +175,14 @@ class Config:
 
     def __getattr__(self, name):
         try:
-            return self._values[name]
+            value = self._values[name]
         except KeyError:
             if any(k.startswith(name + ".") for k in _SPEC):
                 return _Section(self, name)  # config.warn.round, config.lib.cnmem
             raise AttributeError(_unknown(name)) from None
+        if name in ("base_compiledir", "compiledir"):
+            return _compiledir(self._values["base_compiledir"], name, value)
+        return value
 
     def __setattr__(self, name, value):
         if name not in _SPEC:
@@ -217,6 +231,19 @@ class Config:
                 raise ValueError(f"{source}: {exc}") from None
 
 
+def _compiledir(base, which, value):
+    """Theano's ``base_compiledir`` and ``compiledir``: the flag's value, or when no flag names them a directory
+    per platform and Python (``compiledir_Linux-x86_64-3.11.7``, as Theano's ``compiledir_format`` made one);
+    ``compiledir`` exists once read, as Theano's did (programs write their own files there)."""
+    root = pathlib.Path(base or os.environ.get("COURSEKIT_CACHE_DIR") or pathlib.Path.home() / ".cache" / "coursekit")
+    if which == "base_compiledir":
+        return str(root)
+    path = pathlib.Path(value) if value else \
+        root / f"compiledir_{platform.system()}-{platform.machine()}-{platform.python_version()}"
+    path.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
 class _Section:
     """``config.warn``: the flags whose names start with ``warn.``, as attributes."""
 
@@ -244,3 +271,6 @@ def _unknown(name):
 config = Config()
 config.apply_flags(os.environ.get("THEANO_FLAGS", ""), source="THEANO_FLAGS")  # old scripts' command lines
 config.apply_flags(os.environ.get("COURSEKIT_FLAGS", ""))
+
+
+change_flags = config.change  # Theano's theano.change_flags(floatX=...): a context manager and a decorator

@@ -31,6 +31,8 @@ from .compile.function import function
 from .graph import Variable, apply_nodes_between, clone_replace, format_trace
 from .rewriting.stabilize import stabilize_graph
 from .tensor import math as M
+from .tensor.gradient_gates import (consider_constant, disconnected_grad, grad_clip, grad_scale,  # noqa: F401
+                                    zero_grad)  # theano.gradient's identity ops with a changed gradient
 from .tensor.type import TensorType
 from .tensor.var import as_tensor_variable
 
@@ -43,14 +45,43 @@ class UndefinedGradientError(TypeError):
     """The cost depends on an input through an op with no defined derivative."""
 
 
+class GradNotImplementedError(UndefinedGradientError, NotImplementedError):
+    """The cost depends on an input through an op whose gradient nobody wrote (:func:`grad_not_implemented`)."""
+
+
+NullTypeGradError = UndefinedGradientError  # Theano's name for both errors
+
+
 class UndefinedGrad:
     """Returned by an op's ``L_op`` for an input whose gradient does not exist."""
+
+    error = UndefinedGradientError
 
     def __init__(self, reason):
         self.reason = reason
 
 
-def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):
+class NotImplementedGrad(UndefinedGrad):
+    """Returned by an op's ``L_op`` for an input whose gradient exists but is not implemented."""
+
+    error = GradNotImplementedError
+
+
+def grad_undefined(op, x_pos, x, comment=""):
+    """Theano's marker for "input ``x_pos`` (``x``) of ``op`` has no derivative": ``grad`` raises
+    :class:`UndefinedGradientError` only when the cost depends on that input (an integer index usually does
+    not).  Return it from ``grad``/``L_op`` in that input's place."""
+    return UndefinedGrad(f"the grad method for input {x_pos} ({x}) of {op} is mathematically undefined. {comment}")
+
+
+def grad_not_implemented(op, x_pos, x, comment=""):
+    """Theano's marker for "input ``x_pos`` (``x``) of ``op`` has a derivative nobody wrote yet": ``grad`` raises
+    :class:`GradNotImplementedError` (a ``NotImplementedError`` and a ``TypeError``, as Theano's
+    documentation and its code each said) only when the cost depends on that input."""
+    return NotImplementedGrad(f"the grad method for input {x_pos} ({x}) of {op} is not implemented. {comment}")
+
+
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None, stabilize=True):  # noqa: F811 -- Theano's parameter name, beside its gate op of the same name
     """The gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
     ``consider_constant``: variables treated as constants (no gradient flows
@@ -84,7 +115,7 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     return results[0] if single else results
 
 
-def stabilized(cost, consider_constant=(), keep=()):
+def stabilized(cost, consider_constant=(), keep=()):  # noqa: F811 -- the parameter grad passes on
     """``(cost, consider_constant)`` with the cost in its numerically stable form.
 
     ``log(sigmoid(z))`` becomes ``-softplus(-z)`` and so on: the canonicalize and
@@ -152,9 +183,11 @@ def backward(grads, wrt, blockers=()):
 def _checked_input_grad(node, inp, g):
     """``g`` as the gradient of ``inp``: defined, of its rank, of its float dtype."""
     if isinstance(g, UndefinedGrad):
-        raise UndefinedGradientError(
+        raise g.error(
             f"the gradient of {node.op} with respect to its input {inp} is undefined ({g.reason}), and "
             f"the cost depends on it; the node was created at {format_trace(node.trace)}")
+    if isinstance(g, Variable) and not isinstance(g.type, TensorType):
+        return g  # a gradient of another type (a sparse matrix's, coursekit.sparse): its op made it to measure
     g = as_tensor_variable(g)
     if g.type.ndim != inp.type.ndim:
         raise ValueError(f"{node.op}.L_op returned a gradient of rank {g.type.ndim} for input {inp} "
@@ -291,7 +324,8 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, abs_tol=None, rel_tol=No
 
 
 def __getattr__(name):
-    # Theano's gradient.Rop / gradient.Lop live in coursekit.rop (Jacobian products built on grad)
-    if name in ("Rop", "Lop"):
+    # Rop / Lop (coursekit.rop) and jacobian / hessian (coursekit.jacobian, built on scan) are built on grad,
+    # one floor up: theano.gradient had them here, so they are reached here too
+    if name in ("Rop", "Lop", "jacobian", "hessian"):
         return wiring.get(name)
     raise AttributeError(f"module 'coursekit.gradient' has no attribute {name!r}")

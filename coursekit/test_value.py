@@ -69,7 +69,7 @@ def compute_test_values(node):
     storage = [[None] for _ in node.outputs]
     try:
         node.op.perform(node, values, storage)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- any error of the op on test values is re-raised naming the node
         shapes = [getattr(v, "shape", "?") for v in values]
         raise TestValueError(
             f"compute_test_value: {node.op} failed on the test values (input shapes {shapes}): "

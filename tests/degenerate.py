@@ -158,7 +158,7 @@ def verdict(source: str, cell_id: str, nonce: str, observations: dict, given: di
     try:
         seen = check.decode(check.encode(nonce, cell_id, observations), nonce=nonce, cell_id=cell_id)
         check._call_judge(judge, given, seen)
-    except Exception as exc:        # AssertionError, or observations the judge cannot use: both score 0
+    except Exception as exc:  # noqa: BLE001 -- AssertionError, or observations the judge cannot use: both score 0
         return f"{type(exc).__name__}: {str(exc)[:200]}"
     return "passed"
 

@@ -19,7 +19,7 @@ from coursekit.course.authoring.graded import graded_cells
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "teaching.md").read_text()
 ROW = re.compile(r"^\| (\d+) \| `([A-Za-z0-9_-]+)` \| (\d+) \| (built|used) \| [^|]+ \|$", re.MULTILINE)
-BELOW_HALF: set[int] = set()   # exercises whose built points are still under half (issue 25)
+BELOW_HALF: set[int] = set()   # exercises whose built points are still under half (issues 25, 34)
 
 
 def table():
@@ -65,3 +65,22 @@ def test_the_exercises_of_issue_25_reach_half():
     for n in (1, 2, 3, 7, 11):
         built, total = shares[n]
         assert 2 * built >= total, f"exercise {n}: {built} of {total} points built"
+
+
+def test_the_exercises_of_issue_34_reach_half():
+    # issue 34 asks exercises 1, 3, 4, 5, 6 and 8 to give at least half their points for something built
+    shares = {n: (sum(p for _, p, k in r if k == "built"), sum(p for _, p, _ in r)) for n, r in table().items()}
+    for n in (1, 3, 4, 5, 6, 8):
+        built, total = shares[n]
+        assert 2 * built >= total, f"exercise {n}: {built} of {total} points built"
+
+
+def test_a_task_graded_by_the_model_is_used_and_says_so():
+    # issue 35: exercise 5's crossover rests on nothing measured, so it is graded as "use the model", and both the
+    # table and the task say so
+    rows = {cell_id: (kind, text) for cell_id, _, kind, text in
+            re.findall(r"^\| 5 \| `([a-z-]+)` \| (\d+) \| (built|used) \| ([^|]+) \|$", DOC, flags=re.M)}
+    assert rows["crossover"][0] == "used" and "use the model" in rows["crossover"][1]
+    nb = nbformat.read(next((ROOT / "solutions").glob("05_*.ipynb")), as_version=4)
+    task = next(c.source for c in nb.cells if c.cell_type == "markdown" and "Task 4" in c.source)
+    assert 'graded as "use the model"' in task and "Nothing in it is measured" in task

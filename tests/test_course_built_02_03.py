@@ -18,6 +18,7 @@ import nbformat
 import numpy as np
 import pytest
 from answers import substitute
+from course_cells import imports_cell
 from judged_twice import run_judged_twice, solution_cell
 
 import degenerate
@@ -42,7 +43,7 @@ def run(monkeypatch, tmp_path):
         nb = copy.deepcopy(NOTEBOOKS[key])
         if answer is not None:
             substitute(nb, marker, answer)
-        cells = [("setup cell", nb.cells[1].source), (f"cell of {marker}", solution_cell(nb, marker))]
+        cells = [("setup cell", imports_cell(nb).source), (f"cell of {marker}", solution_cell(nb, marker))]
         run_judged_twice(cells, graded_id, GRADED[key][graded_id], tmp_path, NONCE, f"exercise{key}")
         return tmp_path
 

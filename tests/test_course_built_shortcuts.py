@@ -16,6 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from answers import substitute
+from course_cells import imports_cell
 from judged_twice import run_judged_twice, solution_cell
 
 from coursekit.course.student.check import NONCE_ENV, REPORT_DIR_ENV
@@ -43,7 +44,7 @@ def run(monkeypatch, tmp_path):
             if answer is not None:
                 substitute(nb, anchor, answer)
         markers = list(dict.fromkeys(marker for marker, _, _ in answers))
-        cells = [("setup cell", nb.cells[1].source)] + [(f"cell of {m}", solution_cell(nb, m)) for m in markers]
+        cells = [("setup cell", imports_cell(nb).source)] + [(f"cell of {m}", solution_cell(nb, m)) for m in markers]
         run_judged_twice(cells, graded_id, GRADED[key][graded_id], tmp_path, NONCE, f"exercise{key}")
 
     yield run_cells

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from coursekit.course.student import check
-from coursekit.course.student.check import NotReported, decode, encode, graded_check, read_report
+from coursekit.course.student.check import NotReported, decode, encode, read_report
 from coursekit.course.grading.judge import judge_cells
 
 CELL = '''import numpy as np

@@ -129,7 +129,7 @@ def test_grader_scores_a_synthetic_class(tmp_path, capsys):
     with open(out, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
-                             "submission_sha256", "judge_sha256", "grader"]
+                             "submission_sha256", "judge_sha256", "grader", "grader_fault"]
     assert all(row["protection"] == protection().label for row in rows if row["reason"] != "missing notebook")
     got = {(r["student"], r["cell_id"]): r for r in rows}
     assert {student for student, _ in got} == set(EXPECTED)
@@ -243,7 +243,6 @@ def test_grade_cli_explains_bad_paths(args, message, capsys):
 def test_progress_is_one_line_per_notebook_off_a_terminal_and_ignored_files_are_listed(tmp_path, monkeypatch):
     import io
 
-    from coursekit.course.grading import grader
     from coursekit.course.grading.grader import Score, _Progress
 
     stream = io.StringIO()

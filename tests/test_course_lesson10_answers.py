@@ -22,6 +22,7 @@ import warnings
 from pathlib import Path
 
 import nbformat
+from course_cells import imports_cell
 import pytest
 from judged_twice import run_judged_twice
 
@@ -32,7 +33,7 @@ from coursekit.course.authoring.graded import graded_cells
 NOTEBOOK = nbformat.read(Path(__file__).resolve().parents[1] / "solutions" / "10_afternoon_project_solutions.ipynb",
                          as_version=4)
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
-SETUP = NOTEBOOK.cells[1].source
+SETUP = imports_cell(NOTEBOOK).source
 
 # --- the solution's functions, taken from the notebook (so the tests follow it) ---------------------
 SOLUTIONS = {}

@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+from course_cells import imports_cell
 import pytest
 from judged_twice import run_judged_twice
 
@@ -25,7 +26,7 @@ from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "11_gpu_memory_counted_solutions.ipynb", as_version=4)
-SETUP = NOTEBOOK.cells[1].source
+SETUP = imports_cell(NOTEBOOK).source
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
 NONCE = "lesson11-test-run"
 

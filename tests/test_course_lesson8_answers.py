@@ -2,8 +2,8 @@
 
 Each graded cell of ``solutions/08_loops_with_scan_solutions.ipynb`` is run here, in this process,
 after the notebook's setup cell and one answer: plausible wrong answers (the trace with ``h0`` in it,
-``dot(U, h)``, a loop run backwards; one-sided differences, a bump never undone; the loss on the
-first state, a truncated or negated gradient; a loop without ``until``, a stop test turned round, a
+``dot(U, h)``, a loop run backwards; one-sided differences, a bump never undone; an op whose
+gradient is not turned round, leaks at the wrong term, or is no loop; a loop without ``until``, a stop test turned round, a
 full-length loop cut afterwards) must fail, and correct answers written differently from the solution
 must pass. Each answer is judged twice, as in a grading run: by the cell itself (what the student sees
 in JupyterLab) and by the grader's judge (:func:`coursekit.course.grading.judge.judge_cells`), which runs the
@@ -16,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+from course_cells import imports_cell
 import pytest
 from judged_twice import run_judged_twice, solution_cell
 
@@ -24,12 +25,12 @@ from coursekit.course.authoring.graded import graded_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "08_loops_with_scan_solutions.ipynb", as_version=4)
-SETUP = NOTEBOOK.cells[1].source
+SETUP = imports_cell(NOTEBOOK).source
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
 NONCE = "lesson8-test-run"        # a grading run's nonce: the inputs come from it and the cell id
 
 
-RNN = solution_cell(NOTEBOOK, "def rnn_states") + "\n\n"  # task 3 builds on task 1: its answers come with the solution's RNN
+RNN = solution_cell(NOTEBOOK, "def rnn_states") + "\n\n"
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def run(monkeypatch, tmp_path):
 
 
 def test_the_notebook_has_the_four_graded_cells_these_tests_drive():
-    assert set(GRADED) == {"rnn-scan", "numeric-gradient", "rnn-gradient", "generate-until"}
+    assert set(GRADED) == {"rnn-scan", "numeric-gradient", "leaky-sum-op", "generate-until"}
 
 
 # --- task 1: the RNN with scan ---------------------------------------------------------------------
@@ -173,47 +174,65 @@ def numeric_gradient(f, value, eps=1e-6):
 ''', "numeric-gradient")
 
 
-# --- task 3: the gradient through time -------------------------------------------------------------
+# --- task 3: a loop op with its gradient written as a loop ------------------------------------------
 
-def test_the_solution_gradient_passes(run):
-    run(RNN + solution_cell(NOTEBOOK, "def rnn_loss_and_gradients"), "rnn-gradient")
+LEAKY = solution_cell(NOTEBOOK, "class LeakySum")
 
 
-TRUNCATED = '''
-def rnn_loss_and_gradients(x, h0, W, U, b, target):
-    states, _ = theano.scan(lambda x_t, h, W, U, b: T.tanh(T.dot(x_t, W) + T.dot(h, U) + b), sequences=x,
-                            outputs_info=h0, non_sequences=[W, U, b], truncate_gradient=2)
-    loss = 0.5 * T.sum((states[-1] - target) ** 2)
-    return loss, T.grad(loss, [W, U, b])
-'''
-LOSS = '''
-def rnn_loss_and_gradients(x, h0, W, U, b, target):
-    loss = 0.5 * T.sum((rnn_states(x, h0, W, U, b)[{row}] - target) ** 2)
-    return loss, {gradients}
-'''
+def leaky(old, new):
+    assert old in LEAKY, old
+    return LEAKY.replace(old, new)
+
+
+def test_the_solution_op_passes(run):
+    run(LEAKY, "leaky-sum-op")
 
 
 @pytest.mark.parametrize("answer", [
-    LOSS.format(row="0", gradients="T.grad(loss, [W, U, b])"),                  # the loss on the first state
-    TRUNCATED,                                                                  # backpropagates 2 steps only
-    LOSS.format(row="-1", gradients="[-g for g in T.grad(loss, [W, U, b])]"),   # sign error
-    LOSS.format(row="-1", gradients="T.grad(loss, [U, W, b])"),                 # in the wrong order
-    LOSS.format(row="-1", gradients="T.grad(loss, [W, U])"),                    # one missing
-], ids=["first-state", "truncated", "negated", "wrong-order", "missing-db"])
-def test_wrong_gradients_fail(run, answer):
+    leaky("return [backwards[::-1]]", "return [backwards]"),                                  # not turned round
+    leaky("g_t + self.a * s_next", "self.a * g_t + s_next"),                                  # the leak on the wrong term
+    leaky("g_t + self.a * s_next", "g_t + s_next"),                                           # the leak forgotten
+    leaky("go_backwards=True)", "go_backwards=False)"),                                       # run forwards
+    leaky("            y[t] = total\n", "            y[t] = total - x[t]\n"),                # the output one step late
+    leaky("""        backwards, _ = theano.scan(lambda g_t, s_next: g_t + self.a * s_next, sequences=g,
+                                   outputs_info=T.zeros_like(g[0]), go_backwards=True)
+        return [backwards[::-1]]""", """        return [g]"""),                                               # as if a were 0
+], ids=["not-reversed", "leak-misplaced", "leak-forgotten", "forwards", "late-output", "local-only"])
+def test_wrong_ops_fail(run, answer):
     with pytest.raises(AssertionError):
-        run(RNN + answer, "rnn-gradient")
+        run(answer, "leaky-sum-op")
 
 
-def test_a_differently_written_gradient_passes(run):
-    """Its own scan (no rnn_states), the loss as a mean times the size, one T.grad call per parameter."""
-    run('''
-def rnn_loss_and_gradients(x, h0, W, U, b, target):
-    hs, _ = theano.scan(lambda x_t, h: T.tanh(T.dot(x_t, W) + T.dot(h, U) + b), sequences=x, outputs_info=h0)
-    error = hs[hs.shape[0] - 1] - target
-    loss = T.mean(T.sqr(error)) * error.shape[0] / 2
-    return loss, [theano.grad(loss, p) for p in (W, U, b)]
-''', "rnn-gradient")
+def test_a_gradient_that_is_no_loop_fails_with_its_reason(run):
+    # a correct gradient, but written as a matrix product: the task asks for the loop, and says so
+    with pytest.raises(AssertionError, match="write the gradient with scan"):
+        run(leaky("""        backwards, _ = theano.scan(lambda g_t, s_next: g_t + self.a * s_next, sequences=g,
+                                   outputs_info=T.zeros_like(g[0]), go_backwards=True)
+        return [backwards[::-1]]""", """        n = g.shape[0]
+        steps = T.arange(n)
+        gaps = steps.dimshuffle("x", 0) - steps.dimshuffle(0, "x")
+        a = T.constant(np.asarray(self.a, dtype=g.dtype))
+        leak = T.switch(T.ge(gaps, 0), a ** T.cast(T.maximum(gaps, 0), g.dtype), 0)
+        return [T.dot(leak, g)]"""), "leaky-sum-op")
+
+
+def test_a_differently_written_op_passes(run):
+    """The forward loop over a Python list, the gradient as a scan over the reversed g run forwards."""
+    run(leaky("""        y = np.empty_like(x)
+        total = x.dtype.type(0)
+        for t in range(x.shape[0]):
+            total = x.dtype.type(self.a) * total + x[t]
+            y[t] = total
+        output_storage[0][0] = y""", """        values, total = [], 0.0
+        for value in x.tolist():
+            total = self.a * total + value
+            values.append(total)
+        output_storage[0][0] = np.asarray(values, dtype=x.dtype).reshape(x.shape)""").replace(
+        """        backwards, _ = theano.scan(lambda g_t, s_next: g_t + self.a * s_next, sequences=g,
+                                   outputs_info=T.zeros_like(g[0]), go_backwards=True)
+        return [backwards[::-1]]""", """        reversed_sums, _ = theano.scan(lambda g_t, s: self.a * s + g_t, sequences=[g[::-1]],
+                                       outputs_info=[T.zeros_like(g[0])])
+        return [reversed_sums[::-1]]"""), "leaky-sum-op")
 
 
 # --- task 4: the generating loop --------------------------------------------------------------------

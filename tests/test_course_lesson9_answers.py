@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import nbformat
+from course_cells import imports_cell
 import pytest
 from judged_twice import run_judged_twice, solution_cell
 
@@ -29,7 +30,7 @@ from coursekit.rewriting import RewriteError, registered, remove_rewrite
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = nbformat.read(ROOT / "solutions" / "09_inside_the_compiler_solutions.ipynb", as_version=4)
-SETUP = NOTEBOOK.cells[1].source
+SETUP = imports_cell(NOTEBOOK).source
 GRADED = {cell.id: cell.source for cell in graded_cells(NOTEBOOK)}
 NONCE = "lesson9-test-run"        # a grading run's nonce: the inputs come from it and the cell id
 

@@ -46,28 +46,26 @@ def test_grade_lists_them_in_its_warnings_and_changes_no_score(tmp_path, monkeyp
     reference = tmp_path / "reference"
     reference.mkdir()
     nbformat.write(make_exercise(solution(), "fixture"), reference / f"{NAME}.ipynb")
-    for student, hook in [("honest", None), ("hooked", "transformer")]:
+    for student, hook in [("honest", None), ("hooked", "named")]:
         nb = solution()
-        if hook:
-            nb.cells.insert(SOFTPLUS, new_code_cell(HOOKS[hook]))
+        if hook:   # names the mechanism (in a comment) and does nothing with it: the score must not move
+            nb.cells.insert(SOFTPLUS, new_code_cell("# read about graded_check and input_transformers\nnamed = 1"))
         (tmp_path / "subs" / student).mkdir(parents=True)
         nbformat.write(nb, tmp_path / "subs" / student / f"{NAME}.ipynb")
-    # no kernels: every notebook scores what this stand-in says, so only the warnings can differ
-    monkeypatch.setattr(grader, "grade_one", lambda student, ref, path, **_: [
-        grader.Score(student, ref.name, cell.id, cell.points, cell.points, "passed") for cell in ref.cells])
-
-    scores, warnings = grader.grade(tmp_path / "subs", reference, progress=False)
+    # the warnings come from each run's child, which parses the notebook inside the run's limits
+    scores, warnings = grader.grade(tmp_path / "subs", reference, progress=False, jobs=2)
 
     assert {(s.student, s.points) for s in scores} == {("honest", 2), ("honest", 3), ("honest", 1),
                                                        ("hooked", 2), ("hooked", 3), ("hooked", 1)}
     assert warnings == warnings_for(f"hooked/{NAME}", nbformat.read(tmp_path / "subs/hooked" / f"{NAME}.ipynb", 4))
-    assert len(warnings) == 1 and warnings[0].startswith(f"hooked/{NAME}: code cell {SOFTPLUS + 1} (`ip = get_ipython()`)"
-                                                         " names graded_check, input_transformers")
+    assert len(warnings) == 1 and warnings[0].startswith(f"hooked/{NAME}: code cell {SOFTPLUS + 1} (`# read about "
+                                                         "graded_check and input_transformers`) names graded_check, "
+                                                         "input_transformers")
     assert "## Warnings" in summary_markdown(scores, warnings) and "hooked/01_fixture: code cell" in \
         summary_markdown(scores, warnings)
 
 
-def test_a_planting_cell_dressed_up_as_graded_is_read_as_it_runs(tmp_path, monkeypatch):
+def test_a_planting_cell_dressed_up_as_graded_is_read_as_it_runs(tmp_path):
     """A cell tagged graded with an id the reference does not have runs as ordinary code (the grader
     strips its marks), so scrutiny reads it: it used to be skipped because it *looked* graded."""
     reference = tmp_path / "reference"
@@ -78,6 +76,5 @@ def test_a_planting_cell_dressed_up_as_graded_is_read_as_it_runs(tmp_path, monke
         "tags": ["graded"], "coursekit": {"id": "not-in-the-reference", "points": 5}}))
     (tmp_path / "subs" / "planter").mkdir(parents=True)
     nbformat.write(nb, tmp_path / "subs" / "planter" / f"{NAME}.ipynb")
-    monkeypatch.setattr(grader, "grade_one", lambda student, ref, path, **_: [])
-    _, warnings = grader.grade(tmp_path / "subs", reference, progress=False)
+    _, warnings = grader.grade(tmp_path / "subs", reference, progress=False)   # a real run: its child reads it
     assert len(warnings) == 1 and warnings[0].startswith(f"planter/{NAME}: code cell {SOFTPLUS + 1}"), warnings

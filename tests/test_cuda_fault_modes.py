@@ -22,7 +22,7 @@ from coursekit.course.grading.grader import GRADING_ENV, grade_notebook, load_re
 from coursekit.cuda import checked as checked_module
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_cuda_safety import SOURCE, interrupt_when_launched  # noqa: E402  (shares its kernels and builds)
+from test_cuda_safety import SOURCE  # noqa: E402  (shares its kernels and builds)
 
 HERE = os.path.basename(__file__)
 MODES = [False, "races", "memory", True]

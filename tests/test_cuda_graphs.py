@@ -1,4 +1,4 @@
-"""Whole-call CUDA graphs (mode.with_cuda_graphs()), counted on the CuPy stand-in: after capture a call is ONE
+"""Whole-call CUDA graphs (on by default; mode.with_cuda_graphs(after=k) sets when), counted on the CuPy stand-in: after capture a call is ONE
 graph launch plus the copies that must cross; results are the ordinary call's; where capture is impossible
 the function says why and keeps working."""
 import warnings
@@ -13,6 +13,7 @@ from coursekit.compile.mode import get_mode
 from cupy_standin import counting
 
 GRAPHS = get_mode("FAST_RUN").with_cuda_graphs(after=2)
+ORDINARY = get_mode("FAST_RUN").without_cuda_graphs()
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def training_step(mode):
 
 
 def test_a_captured_step_is_one_graph_launch_and_computes_the_same(cuda):
-    plain, w_plain = training_step(None)
+    plain, w_plain = training_step(ORDINARY)
     graphed, w_graphed = training_step(GRAPHS)
     costs = [(float(plain()), float(graphed())) for _ in range(3)]
     assert graphed.cuda_graph.graph is not None and graphed.cuda_graph.reason is None
@@ -117,12 +118,22 @@ def test_results_of_earlier_calls_are_not_overwritten_by_the_replay(cuda):
     np.testing.assert_allclose(first.get(), 1.0)
 
 
-def test_allow_gc_keeps_the_ordinary_call_and_says_why(cuda):
+def test_with_allow_gc_the_call_before_capture_keeps_its_buffers_and_the_graph_owns_them(cuda):
     with theano.config.change(allow_gc=True):
-        f, _ = training_step(GRAPHS)
+        f, w = training_step(GRAPHS)
+        plain, w_plain = training_step(ORDINARY)
+    for _ in range(5):
+        assert float(f()) == float(plain())
+    assert f.cuda_graph.graph is not None and f.cuda_graph.reason is None
+    np.testing.assert_array_equal(w.get_value(), w_plain.get_value())
+
+
+def test_a_call_that_allocates_while_its_kernels_run_is_never_captured(cuda):
+    x = theano.shared(np.random.RandomState(2).rand(4, 6).astype("float32"))
+    f = theano.function([], T.nnet.softmax(x), mode=GRAPHS)    # softmax's temporaries come from the pool
     for _ in range(3):
-        f()
-    assert f.cuda_graph.graph is None and "allow_gc=False" in f.cuda_graph.reason
+        np.testing.assert_allclose(np.asarray(f()).sum(axis=1), 1.0, rtol=1e-5)
+    assert f.cuda_graph.graph is None and "allocates" in f.cuda_graph.reason
 
 
 def test_with_cuda_graphs_checks_its_argument():

@@ -16,7 +16,7 @@ import coursekit.devices as devices
 import coursekit.tensor as T
 from coursekit.devices import DeviceError, SimArray
 from coursekit.devices.gpu_ops import GpuElemwise, GpuGemm
-from coursekit.devices.transfer import GpuFromHost, HostFromGpu
+from coursekit.devices.transfer import HostFromGpu
 
 no_gpu = pytest.mark.skipif(devices.gpu_available(), reason="this machine has a real GPU")
 SCRIPTS = Path(__file__).parent / "tutorial_scripts"

@@ -8,7 +8,7 @@ import coursekit as theano
 import coursekit.devices as devices
 import coursekit.tensor as T
 from coursekit.devices.gpu_ops import (GpuCAReduce, GpuDimShuffle, GpuElemwise, GpuGemm, GpuGemv, GpuOp, GpuReshape,
-                                       GpuSubtensor, gpu_twin)
+                                       gpu_twin)
 from coursekit.tensor.blas import Gemm, Gemv
 from coursekit.tensor.reduction import CAReduce, Sum
 

@@ -73,11 +73,65 @@ PLACEMENT_BY_ATTRIBUTES = '''
 return [(type(node.op).__name__, "transfer" if node.op.is_transfer else ("gpu" if node.op.device == "gpu" else "cpu"))
         for node in fn.toposort()]
 '''
-UNSTABLE_LOSS = '''
-p = T.nnet.sigmoid(z)
-return -y * T.log(p) - (1 - y) * T.log(1 - p)
+RULE_FOR_LOG_P_ONLY = '''
+if elemwise_name(node) != "log":
+    return None
+div = producer(node.inputs[0], "true_div")
+total = producer(div.inputs[1], "add") if div is not None and is_constant(div.inputs[0], 1) else None
+if total is None:
+    return None
+one, other = total.inputs
+power = producer(other, "exp")
+if power is None or not is_constant(one, 1):
+    return None
+return [-T.softplus(power.inputs[0])]
 '''
-TENSORFLOW_LOSS = "return T.maximum(z, 0) - z * y + T.log(1 + T.exp(-abs(z)))"
+RULE_WITHOUT_CONSTANTS = '''
+def exponent(var):
+    div = producer(var, "true_div")
+    total = producer(div.inputs[1], "add") if div is not None else None
+    if total is None:
+        return None
+    powers = [producer(v, "exp") for v in total.inputs]
+    return next((p.inputs[0] for p in powers if p is not None), None)
+
+if elemwise_name(node) != "log":
+    return None
+t = exponent(node.inputs[0])
+if t is not None:
+    return [-T.softplus(t)]
+rest = producer(node.inputs[0], "sub")
+t = exponent(rest.inputs[1]) if rest is not None else None
+return None if t is None else [-T.softplus(-t)]
+'''
+RULE_WITH_MAX_AND_LOG1P = '''
+def exponent(var):
+    div = producer(var, "true_div")
+    if div is None or not is_constant(div.inputs[0], 1):
+        return None
+    total = producer(div.inputs[1], "add")
+    if total is None or len(total.inputs) != 2:
+        return None
+    a, b = total.inputs
+    if is_constant(a, 1) and producer(b, "exp") is not None:
+        return producer(b, "exp").inputs[0]
+    if is_constant(b, 1) and producer(a, "exp") is not None:
+        return producer(a, "exp").inputs[0]
+    return None
+
+def minus_softplus(u):   # -log(1 + e^u), never forming a large e^u
+    return -(T.maximum(u, 0) + T.log1p(T.exp(-abs(u))))
+
+if elemwise_name(node) != "log":
+    return None
+t = exponent(node.inputs[0])
+if t is not None:
+    return [minus_softplus(t)]
+rest = producer(node.inputs[0], "sub")
+if rest is not None and is_constant(rest.inputs[0], 1) and exponent(rest.inputs[1]) is not None:
+    return [minus_softplus(-exponent(rest.inputs[1]))]
+return None
+'''
 TIMEIT_BENCHMARK = '''
 import timeit
 times = {}
@@ -147,7 +201,8 @@ return [(type(node.op).__name__,
          else ("gpu" if "gpu" in str(node.op).lower() else "cpu"))
         for node in fn.toposort()]
 '''
-SOFTPLUS_BY_HAND_LOSS = "return y * T.log(1 + T.exp(-z)) + (1 - y) * T.log(1 + T.exp(z))"
+RULE_ONE_ORDER_ONLY = RULE_WITH_MAX_AND_LOG1P.replace(
+    "    if is_constant(b, 1) and producer(a, \"exp\") is not None:\n        return producer(a, \"exp\").inputs[0]\n", "")
 PERF_COUNTER_WITHOUT_SYNC = '''
 import time
 times = {}
@@ -199,14 +254,16 @@ CASES = {
     "01-running-mean-with-a-dict": ("01", [("def make_running_mean(", RUNNING_MEAN_AS_DICT)], {
         "running-mean": "passed"}),
     "05-wrong": ("05", [("def make_trainer(", FLOAT64_TRAINER), ("def placement(", PLACEMENT_BY_NAME),
-                        ("def stable_xent(", UNSTABLE_LOSS)], {
+                        ("def stable_xent_rule(", RULE_FOR_LOG_P_ONLY)], {
         "trainer": "failed assertion: these ops compute on the CPU although device='gpu'",
         "placement": "failed assertion: on a graph whose class names mislead",
-        "stable-loss": "failed assertion: not finite at z = ",
-        "stable-grad": "failed assertion: the loss is not finite at z = "}),
+        "xent-rewrite": "failed assertion: -y log(p) - (1-y) log(1-p), p = 1/(1 + exp(-z)), float32: not finite at z = "}),
+    "05-rule-without-constants": ("05", [("def stable_xent_rule(", RULE_WITHOUT_CONSTANTS)], {
+        "xent-rewrite": "passed",
+        "xent-rewrite-near-misses": "failed assertion: log(1 / (2 + exp(t))) at t = "}),
     "05-alternatives": ("05", [("def make_trainer(", SIGMOID_TRAINER), ("def placement(", PLACEMENT_BY_ATTRIBUTES),
-                               ("def stable_xent(", TENSORFLOW_LOSS)], {
-        "trainer": "passed", "placement": "passed", "stable-loss": "passed", "stable-grad": "passed"}),
+                               ("def stable_xent_rule(", RULE_WITH_MAX_AND_LOG1P)], {
+        "trainer": "passed", "placement": "passed", "xent-rewrite": "passed", "xent-rewrite-near-misses": "passed"}),
     "06-timeit-without-sync": ("06", [("def benchmark(", TIMEIT_BENCHMARK)], {
         "benchmark": "failed assertion: n="}),
     "06-own-synchronised-loop": ("06", [("def benchmark(", OWN_SYNCHRONISED_LOOP)], {"benchmark": "passed"}),
@@ -218,10 +275,10 @@ CASES = {
     "01-count-not-updated": ("01", [("def make_running_mean(", COUNT_NOT_UPDATED)], {
         "running-mean": "failed assertion: the compiled step updates total and not count"}),
     "05-family": ("05", [("def make_trainer(", FLOAT64_WEIGHTS_ONLY), ("def placement(", PLACEMENT_BY_PRINTED_NAME),
-                         ("def stable_xent(", SOFTPLUS_BY_HAND_LOSS)], {
+                         ("def stable_xent_rule(", RULE_ONE_ORDER_ONLY)], {
         "trainer": "failed assertion: these ops compute on the CPU although device='gpu'",
         "placement": "failed assertion: on a graph whose class names mislead",
-        "stable-loss": "failed assertion: not finite at z = "}),
+        "xent-rewrite": "failed assertion: -(1-y) log(1-p) - y log(p), p = 1/(exp(-z) + 1), float32: not finite at z = "}),
     "06-perf-counter-without-sync": ("06", [("def benchmark(", PERF_COUNTER_WITHOUT_SYNC)], {
         "benchmark": "failed assertion: n="}),
     "07-family": ("07", [("MATRIX_SOURCE = r", SWAPPED_AXES_KERNEL), ("def multiply_matrix(", SWAPPED_AXES_LAUNCH),
@@ -231,7 +288,7 @@ CASES = {
         "op-add-sub": "error: MemoryAccessError: kernel `add_sub`: out-of-bounds"}),
 }
 EXTRA_MESSAGE_WORDS = {   # what a reason must also say: where, and what to look at
-    "matrix-2d": "x indices", "stable-loss": "(y = 1)", "trainer": "float64 data stays on the host",
+    "matrix-2d": "x indices", "xent-rewrite": "with the library's rules off", "trainer": "float64 data stays on the host",
     "benchmark": "synchronise", "op-add-sub": "argument `x`",
 }
 
@@ -274,7 +331,7 @@ def test_wrong_answers_fail_and_alternatives_pass(graded, case):
 
 def test_the_answer_helper_replaces_only_the_region():
     nb = nbformat.read(next((ROOT / "solutions").glob("05_*.ipynb")), as_version=4)
-    substitute(nb, "def stable_xent(", TENSORFLOW_LOSS)
-    cell = next(c for c in nb.cells if "def stable_xent(" in c.source)
-    assert TENSORFLOW_LOSS in cell.source and "BEGIN SOLUTION" not in cell.source
-    assert cell.source.startswith("def stable_xent(z, y):\n    return T.maximum")
+    substitute(nb, "def stable_xent_rule(", RULE_FOR_LOG_P_ONLY)
+    cell = next(c for c in nb.cells if "def stable_xent_rule(" in c.source)
+    assert "BEGIN SOLUTION" not in cell.source and "def exponent(" not in cell.source
+    assert "    return [-T.softplus(power.inputs[0])]\n\n\nz_sym" in cell.source

@@ -10,7 +10,8 @@ import coursekit as theano
 import coursekit.tensor as T
 from coursekit.gradient import verify_grad
 from coursekit.ifelse import ifelse
-from coursekit.tensor.signal import downsample, pool
+from coursekit.tensor.signal import pool
+from coursekit.theano import downsample  # Theano 0.7's old pooling module, kept by the alias layer
 
 RNG = np.random.default_rng(2)
 

@@ -11,7 +11,6 @@ import cupy_standin
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit import devices
 from coursekit.devices.gpu_ops import GpuOp
 from coursekit.gradient import verify_grad
 from coursekit.ifelse import ifelse

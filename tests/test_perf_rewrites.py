@@ -44,7 +44,7 @@ def chain_reference(xv, n):
     return y
 
 
-class low_recursion_limit:
+class low_recursion_limit:  # noqa: N801  (used as a context manager, named like one)
     """Run with only ``depth`` frames to spare: a walk that recurses once per graph level fails."""
 
     def __init__(self, depth=120):

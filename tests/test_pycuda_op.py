@@ -8,8 +8,9 @@ import coursekit.devices as devices
 import coursekit.tensor as T
 from coursekit.cuda import SourceModule
 from coursekit.devices import DeviceError
-from coursekit.sandbox import cuda
-from coursekit.sandbox.cuda.basic_ops import GpuContiguous, as_cuda_ndarray_variable, gpu_contiguous
+from coursekit.theano.sandbox import cuda
+from coursekit.devices.kernel_inputs import GpuContiguous, gpu_contiguous
+from coursekit.devices.kernel_inputs import as_device_variable as as_cuda_ndarray_variable
 
 TRIPLE = """
 __global__ void triple(const float *x, float *y, int n) {

@@ -10,28 +10,74 @@ import pytest
 import coursekit as theano
 import coursekit.tensor as T
 from coursekit.random import mrg
-from coursekit.sandbox.rng_mrg import MRG_RandomStreams
-from coursekit.tensor.shared_randomstreams import RandomStreams
+from coursekit.random import MRG_RandomStreams
+from coursekit.random import RandomStreams
 
 STREAMS = [RandomStreams, MRG_RandomStreams]
 
 
-def test_mrg32k3a_matches_lecuyers_reference_output():
-    # L'Ecuyer's MRG32k3a with every seed component 12345 starts 0.127011, 0.318528 (to the digits published);
-    # a wrong multiplier or modulus gives unrelated numbers
-    _, u = mrg.uniform_steps(np.full((1, 6), 12345, dtype=np.int64), 2)
-    np.testing.assert_allclose(u, [0.127011, 0.318528], atol=1e-6)
+def _published_mrg31k3p(state, n):
+    """The recurrence as L'Ecuyer and Touzin (2000) publish it, one number at a time in Python integers: an
+    implementation independent of mrg.py's vectorised one (different order of state, no arrays)."""
+    x1 = [state[2], state[1], state[0]]  # oldest first
+    x2 = [state[5], state[4], state[3]]
+    out = []
+    for _ in range(n):
+        x1.append((2 ** 22 * x1[-2] + (2 ** 7 + 1) * x1[-3]) % (2 ** 31 - 1))
+        x2.append((2 ** 15 * x2[-1] + (2 ** 15 + 1) * x2[-3]) % (2 ** 31 - 21069))
+        d = (x1[-1] - x2[-1]) % (2 ** 31 - 1)
+        out.append((d if d > 0 else 2 ** 31 - 1) / 2 ** 31)
+    return out, [x1[-1], x1[-2], x1[-3], x2[-1], x2[-2], x2[-3]]
 
 
-def test_substream_jump_equals_stepping():
+def test_mrg31k3p_steps_as_the_published_recurrence():
+    start = [12345] * 6
+    expected, expected_state = _published_mrg31k3p(start, 50)
+    state, got = mrg.uniform_steps(np.asarray([start], dtype=np.int32), 50)
+    assert got.tolist() == expected and state[0].tolist() == expected_state and state.dtype == np.int32
+    _, got32 = mrg.uniform_steps(np.asarray([start], dtype=np.int32), 50, dtype="float32")
+    assert got32.dtype == np.float32 and (got32 < 1).all() and np.allclose(got32, expected, rtol=1e-6)
+    # the largest difference (m1 - 1) stays below 1 in float32, as Theano's constant made sure
+    assert np.float32(2 ** 31 - 2) * mrg.NORM32 < 1
+
+
+def test_stream_jumps_are_matrix_powers_checked_against_stepping():
     start = mrg.seed_to_state(7)
-    streams = mrg.substreams(start, 3)
-    assert streams.shape == (3, 6) and len({tuple(s) for s in streams}) == 3
-    # the jump matrix is A**(2**76); check the matrix power machinery against plain stepping on a small power
-    power = mrg._matpow_mod(mrg._A1, 11, mrg.M1)
-    stepped, _ = mrg.uniform_steps(start.reshape(1, 6), 11)
-    jumped = mrg._apply_matrix(power, start.reshape(1, 6)[:, :3], mrg.M1, np)
-    np.testing.assert_array_equal(jumped[0], stepped[0, :3])
+    assert start.tolist() == [7] * 6  # Theano's rule: an int seed is six copies of it
+    for e in (1, 11, 64):
+        stepped = _published_mrg31k3p(start.tolist(), e)[1]
+        jumped = np.concatenate([mrg._apply_matrix(mrg._matpow_mod(mrg._A1, e, mrg.M1), start.reshape(1, 6)[:, :3],
+                                                   mrg.M1, np),
+                                 mrg._apply_matrix(mrg._matpow_mod(mrg._A2, e, mrg.M2), start.reshape(1, 6)[:, 3:],
+                                                   mrg.M2, np)], axis=1)
+        assert jumped[0].tolist() == stepped
+    streams = mrg.substreams(start, 5)
+    assert streams.shape == (5, 6) and len({tuple(s) for s in streams}) == 5
+    twice = mrg.substreams(streams[1], 2)  # stream 2 is stream 1 jumped once more
+    assert twice[1].tolist() == streams[2].tolist()
+    for bad in (0, -3, mrg.M2, [1, 2, 3]):
+        with pytest.raises(ValueError, match="seed"):
+            mrg.seed_to_state(bad)
+
+
+def test_mrg_streams_give_theanos_numbers_for_a_seed():
+    """MRG_RandomStreams(234).uniform((2, 2)) in float64: four streams (Theano's guess: one per element up to 6),
+    each 2^72 steps apart, from the state [234] * 6 -- computed here from the published recurrence; Theano 0.9's
+    own reference functions (rng_mrg.mrg_next_value, A1p72 ...) give the same four numbers."""
+    with theano.config.change(floatX="float64"):
+        srng = MRG_RandomStreams(seed=234)
+        f = theano.function([], srng.uniform((2, 2)))
+        first, second = f(), f()
+    streams = mrg.substreams(mrg.seed_to_state(234), 4)
+    expected = [_published_mrg31k3p(s.tolist(), 2)[0] for s in streams]
+    assert first.ravel().tolist() == [e[0] for e in expected]
+    assert second.ravel().tolist() == [e[1] for e in expected]
+    np.testing.assert_allclose(first, [[0.44990408, 0.30624682], [0.78983548, 0.82554427]], atol=5e-9)
+    assert mrg.guess_n_streams((2, 2)) == 4 and mrg.guess_n_streams((60, 10)) == 100
+    assert mrg.guess_n_streams((1000, 1000)) == 60 * 256 and mrg.guess_n_streams(T.lvector()) == 60 * 256
+    # a second variable starts 2^134 steps later; seed() with no argument goes back to the constructor's seed
+    srng.seed()
+    assert np.array_equal(f(), first)
 
 
 @pytest.mark.parametrize("streams", STREAMS)

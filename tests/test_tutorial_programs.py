@@ -17,9 +17,8 @@ import cupy_standin
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit import devices
-from coursekit.sandbox.rng_mrg import MRG_RandomStreams
-from coursekit.tensor.shared_randomstreams import RandomStreams
+from coursekit.random import MRG_RandomStreams
+from coursekit.random import RandomStreams
 from coursekit.tensor.signal import pool
 
 floatX = "float32"

@@ -1,11 +1,9 @@
 """The tutorial's own scripts run with only their imports changed."""
 import os
-import runpy
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 
 SCRIPTS = Path(__file__).parent / "tutorial_scripts"
 

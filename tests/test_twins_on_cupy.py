@@ -11,8 +11,8 @@ import coursekit as theano
 import coursekit.tensor as T
 import cupy_standin
 from coursekit.devices.gpu_ops import GpuOp
-from coursekit.sandbox.cuda.basic_ops import gpu_contiguous
-from coursekit.sandbox.rng_mrg import MRG_RandomStreams
+from coursekit.devices.kernel_inputs import gpu_contiguous
+from coursekit.random import MRG_RandomStreams
 
 
 @pytest.fixture(params=[cupy_standin.cuda_case()])

@@ -137,7 +137,8 @@ def _normalize_outputs(outputs):
             result.append(item)
         else:
             try:
-                result.append(Out(as_tensor_variable(item)))
+                # a variable of another type (a sparse matrix) is an output as it is; values become tensors
+                result.append(Out(item if isinstance(item, Variable) else as_tensor_variable(item)))
             except TypeError as exc:
                 raise TypeError(f"function output {pos} cannot be used: {exc}") from None
     return result, single

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import operator
 
-import numpy as np
 
 from .. import wiring
 from ..config import config
@@ -40,6 +39,7 @@ from ..tensor.type import TensorType
 from .aliasing import plan_results, protect_destroyed_inputs
 from .callgen import MISSING, CallPlan, generate_call
 from .cudagraph import GraphCall
+from .program import Cell, LinkedProgram
 from .lifetimes import buffer_lifetimes
 from .sharedvalue import SharedVariable
 
@@ -74,7 +74,7 @@ class Function:
         if want_profile:
             self.profile = profile if not isinstance(profile, bool) and profile is not None else ProfileStats(name)
             self.profile.attach(self)
-        # whole-call CUDA graphs, where the mode asks for them (cudagraph.py): None otherwise
+        # whole-call CUDA graphs (cudagraph.py), on unless the mode turns them off: None then
         self.cuda_graph = GraphCall(self, mode.cuda_graphs) if getattr(mode, "cuda_graphs", 0) else None
 
     # ------------------------------------------------------------------ link
@@ -130,6 +130,23 @@ class Function:
                                    for v, node in zip(inherits, nodes)]
         self._build_call()
 
+    # --------------------------------------------------- Theano's introspection
+    @property
+    def fn(self):
+        """Theano's ``f.fn``: the linked program (nodes, thunks, storage; calling it runs them: program.py)."""
+        if self.__dict__.get("_program") is None:
+            self._program = LinkedProgram(self)
+        return self._program
+
+    @property
+    def input_storage(self):
+        return [Cell(i.variable, cell) for i, cell in zip(self.input_specs, self.input_cells)]
+
+    @property
+    def output_storage(self):
+        fgraph = self.maker.fgraph
+        return [Cell(v, self.storage_map[v]) for v in fgraph.outputs[:fgraph.n_outputs]]
+
     # ----------------------------------------------------------------- hooks
     @property
     def hooks(self):
@@ -164,6 +181,9 @@ class Function:
             hooks=self._hooks, turn=self._turn, update_locks=self._update_locks,
             frees_after=self.frees_after, inherit_before=self.inherit_before)
         self.source, self._call = generate_call(plan)
+        graph = getattr(self, "cuda_graph", None)
+        if graph is not None:   # a hook came or went: the graph call wraps the new ordinary call, or steps aside
+            graph.rewire()
 
     # ``f(...)`` runs the generated call itself (``attrgetter`` is C code, so no Python frame comes
     # in between): on a two-scalar graph the wrapper frame was a tenth of the call (W2).
@@ -297,7 +317,7 @@ def _same_kind(exc, detail):
     for cls in type(exc).__mro__:
         try:
             return cls(f"{type(exc).__name__}: {detail}" if cls is not type(exc) else detail)
-        except Exception:
+        except Exception:  # noqa: BLE001 -- the exception's own class may refuse a message: try the next
             continue
     return RuntimeError(f"{type(exc).__name__}: {detail}")
 

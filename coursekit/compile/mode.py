@@ -12,8 +12,10 @@ stage, its name and ``fast_run``; a few also with ``fast_compile``.
 
 ``mode.excluding("fusion")``, ``mode.including("stabilize")`` and
 ``mode.requiring("gpu")`` make a new mode with the query changed;
-``mode.with_cuda_graphs()`` one whose functions replay their device work as
-one CUDA graph (see :mod:`coursekit.compile.cudagraph`).
+Whole-call CUDA graphs are on by default: a function on a real GPU replays its
+device work as one CUDA graph after its first two calls, wherever that is safe
+(see :mod:`coursekit.compile.cudagraph`); ``mode.with_cuda_graphs(after=k)``
+changes when, ``mode.without_cuda_graphs()`` keeps every call ordinary.
 """
 from __future__ import annotations
 
@@ -68,7 +70,14 @@ class Mode:
     def requiring(self, *tags):
         return self._changed(require=self.require + tags)
 
-    cuda_graphs = 0  # capture a function's device work as one CUDA graph after this many calls (0: never)
+    # capture a function's device work as one CUDA graph after this many calls (0: never).  On by default: a
+    # step of many small kernels pays the host's launch cost per kernel, and a graph pays it once per call;
+    # cudagraph.py captures only what stays correct and falls back (and recaptures) on any change it can see
+    cuda_graphs = 2
+
+    def without_cuda_graphs(self):
+        """This mode with every call ordinary (one launch per kernel): no CUDA graph is ever captured."""
+        return self._changed(cuda_graphs=0)
 
     def with_cuda_graphs(self, after=2):
         """This mode, with whole-call CUDA graphs: captured after ``after`` calls, then one launch per call."""

@@ -138,6 +138,6 @@ def price_nodes(nodes, input_info, fn=None, model=None):
     synchronises = bool(transfers)  # a copy over the host link waits for the queued kernels
     if synchronises:
         parts["sync"] = model.sync_time()
-    band = presets.band_text(model.spec, large_copies=largest >= LARGE_COPY)
+    band = presets.band_text(model.spec, large_copies=largest >= LARGE_COPY, launches=launches)
     return ModelledCall(model.label, sum(parts.values()), None, parts, moved, transfers, launches, rows,
                         synchronises, band, largest)

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import compiler, faults
 from .errors import KernelRuntimeError, MemoryAccessError
-from .source import SOURCE_NAME, source_line
+from .source import SOURCE_NAME
 
 ASAN_OPTIONS = ("detect_leaks=0:halt_on_error=1:abort_on_error=0:symbolize=1:print_summary=1:"
                 "detect_stack_use_after_return=0:allocator_may_return_null=1:exitcode=86")

@@ -43,7 +43,7 @@ def cupy_status():
         else:
             try:
                 available = cupy.cuda.is_available()
-            except Exception:  # driver problems surface here
+            except Exception:  # noqa: BLE001 -- driver problems surface here
                 available = False
             _CUPY_STATUS = (cupy, None) if available else (None, "CuPy sees no usable NVIDIA GPU (no driver or no device)")
     return _CUPY_STATUS
@@ -110,6 +110,13 @@ def get(name) -> Device:
         else:
             raise DeviceError(f"no device called {name!r}: use 'cpu', 'sim' or 'cuda:N'")
     return _DEVICES[name]
+
+
+def forget_scalar_op(scalar_op):
+    """Drop every device's compiled kernels that compute with ``scalar_op``: ``register(op, replace=True)``
+    retired it (the kernels could never be reached again, but they hold memory and, on a GPU, a module)."""
+    for device in _DEVICES.values():
+        device.forget_kernels(scalar_op)
 
 
 def kernel_device() -> Device:

@@ -132,6 +132,9 @@ class Device:
         """A callable ``f(*xp_arrays, out=None)`` computing the scalar op (or fused Composite) elementwise."""
         return scalar_op.impl
 
+    def forget_kernels(self, scalar_op):
+        """Drop what this device compiled for ``scalar_op`` (nothing: it runs the op's own impl)."""
+
     # -- synchronisation and timing ---------------------------------------------
     def synchronize(self):
         """Wait until queued work is done (nothing is ever queued on the CPU or the simulated GPU)."""
@@ -312,6 +315,11 @@ class CudaDevice(GPUDevice):
             return kernel(*arrays, out) if out is not None else kernel(*arrays)
 
         return run
+
+    def forget_kernels(self, scalar_op):
+        """Drop the kernels generated for ``scalar_op`` and for every fused chain that contains it."""
+        for key in [key for key in self._kernels if key[0].uses(scalar_op)]:
+            del self._kernels[key]
 
 
 class CudaStopwatch(Stopwatch):

@@ -7,7 +7,7 @@ pointing at that output.  Every compiled function that draws from the stream
 therefore advances it, and a function compiled with
 ``no_default_updates=True`` replays the same numbers on every call.
 
-* :class:`MRGUniform` — MRG32k3a uniforms (see :mod:`.mrg`), written against
+* :class:`MRGUniform` — MRG31k3p uniforms (see :mod:`.mrg`), written against
   ``xp`` so the same numbers come out of NumPy and CuPy;
 * :class:`NumpyRandom` — a NumPy ``Generator`` (PCG64) distribution call,
   host only: the generator behind ``RandomStreams``;
@@ -59,53 +59,85 @@ class MRGUniform(XpOp):
         if len(shape) != self.ndim:
             raise ValueError(f"MRG_RandomStreams: the size {shape} has {len(shape)} entries but the graph was built "
                              f"for {self.ndim}")
-        new_state, flat = mrg.uniform_steps(state, int(np.prod(shape, dtype=np.int64)), xp)
+        new_state, flat = mrg.uniform_steps(state, int(np.prod(shape, dtype=np.int64)), xp, self.dtype)
         output_storage[0][0] = new_state
-        output_storage[1][0] = mrg.to_dtype(flat, self.dtype, xp).reshape(shape)
+        output_storage[1][0] = flat.reshape(shape)
 
     def L_op(self, inputs, outputs, output_grads):
         return [None, None]
 
 
-def pcg_state_vector(seed):
-    """A fresh PCG64 state as 6 uint64 words (what ``RandomStreams`` keeps in a shared variable)."""
-    return _pack(np.random.PCG64(np.random.SeedSequence(int(seed) & (2 ** 63 - 1))).state)
+_MT_WORDS = 624
 
 
-def _pack(state):
-    s, inc = state["state"]["state"], state["state"]["inc"]
-    mask = (1 << 64) - 1
-    return np.array([s >> 64, s & mask, inc >> 64, inc & mask, state["has_uint32"], state["uinteger"]],
-                    dtype=np.uint64)
+def mt_state_vector(seed):
+    """A fresh ``numpy.random.RandomState(seed)`` as a uint32 vector (what ``RandomStreams`` keeps in a shared
+    variable): Theano kept the RandomState object itself, and drew with its methods, so the numbers are Theano's."""
+    return pack_random_state(np.random.RandomState(int(seed)))
 
 
-def _unpack(words):
-    w = [int(v) for v in words]
-    bit_generator = np.random.PCG64()
-    bit_generator.state = {"bit_generator": "PCG64", "state": {"state": (w[0] << 64) | w[1], "inc": (w[2] << 64) | w[3]},
-                           "has_uint32": w[4], "uinteger": w[5]}
-    return np.random.Generator(bit_generator)
+def pack_random_state(random_state):
+    """A RandomState's whole state as 628 uint32 words: the 624-word key, the position, and the cached Gaussian."""
+    _, key, pos, has_gauss, cached = random_state.get_state()
+    gauss = np.frombuffer(np.float64(cached).tobytes(), dtype=np.uint32)
+    return np.concatenate([np.asarray(key, dtype=np.uint32), np.asarray([pos, has_gauss], dtype=np.uint32), gauss])
 
 
-def _permutation(gen, size, n):
-    return np.argsort(gen.random(tuple(size) + (int(n),)), axis=-1)
+def unpack_random_state(words):
+    """The ``numpy.random.RandomState`` a packed state vector holds."""
+    words = np.asarray(words, dtype=np.uint32)
+    if words.shape != (_MT_WORDS + 4,):
+        raise ValueError(f"a RandomStreams state is {_MT_WORDS + 4} uint32 words (a packed RandomState), got an array of "
+                         f"shape {words.shape}; set_value() takes a numpy.random.RandomState or such a vector")
+    cached = float(np.frombuffer(words[-2:].tobytes(), dtype=np.float64)[0])
+    random_state = np.random.RandomState()
+    random_state.set_state(("MT19937", words[:_MT_WORDS], int(words[_MT_WORDS]), int(words[_MT_WORDS + 1]), cached))
+    return random_state
 
 
-# method -> (call(gen, params, size), number of float parameters whose gradient is undefined)
+def _one_at_a_time(size, draw):
+    """Theano's helpers drew these element by element (so the stream is consumed in that order)."""
+    shape = tuple(size or ())
+    out = np.empty(shape, dtype=np.int64)
+    for index in np.ndindex(*shape):
+        out[index] = draw()
+    return out
+
+
+def _permutation(rs, size, n):
+    shape = tuple(size or ())
+    out = np.empty(shape + (int(n),), dtype=np.int64)
+    for index in np.ndindex(*shape):
+        out[index] = rs.permutation(int(n))
+    return out
+
+
+def _multinomial(rs, n, pvals, size):
+    pvals = np.asarray(pvals, dtype=np.float64)
+    rows = tuple(size) if size is not None else pvals.shape[:-1]
+    out = np.empty(rows + (pvals.shape[-1],), dtype=np.int64)
+    for index in np.ndindex(*rows):
+        p = pvals[index] if pvals.ndim > 1 else pvals
+        out[index] = rs.multinomial(int(n), p * (1.0 - 5e-5) if 1.0 < p.sum() < 1.0 + 1e-5 else p)
+    return out
+
+
+# method -> call(RandomState, params, size): RandomState's own methods, as Theano's raw_random called them
 _METHODS = {
     "uniform": lambda g, p, size: g.uniform(p[0], p[1], size),
     "normal": lambda g, p, size: g.normal(p[0], p[1], size),
     "binomial": lambda g, p, size: g.binomial(p[0], p[1], size),
-    "random_integers": lambda g, p, size: g.integers(p[0], p[1], size, endpoint=True),
+    "random_integers": lambda g, p, size: (g.randint(p[0], p[1] + 1, size) if np.ndim(p[0]) or np.ndim(p[1])
+                                           else _one_at_a_time(size, lambda: g.randint(p[0], p[1] + 1))),
     "choice_replace": lambda g, p, size: g.choice(p[0], size, True, *p[1:]),
     "choice_no_replace": lambda g, p, size: g.choice(p[0], size, False, *p[1:]),
-    "permutation": lambda g, p, size: _permutation(g, size or (), p[0]),
-    "multinomial": lambda g, p, size: g.multinomial(p[0], p[1], size),
+    "permutation": lambda g, p, size: _permutation(g, size, p[0]),
+    "multinomial": lambda g, p, size: _multinomial(g, p[0], p[1], size),
 }
 
 
 class NumpyRandom(Op):
-    """(state, size or nothing, *params) -> (new state, sample): one NumPy Generator call (host only)."""
+    """(state, size or nothing, *params) -> (new state, sample): one RandomState call (host only)."""
     verified_outputs = True
 
     __props__ = ("method", "dtype", "ndim", "has_size")
@@ -126,7 +158,7 @@ class NumpyRandom(Op):
     def perform(self, node, inputs, output_storage):
         state, *args = inputs
         size = _size_tuple(args.pop(0), "RandomStreams") if self.has_size else None
-        gen = _unpack(state)
+        gen = unpack_random_state(state)
         try:
             sample = np.asarray(_METHODS[self.method](gen, [a.item() if a.ndim == 0 else a for a in args], size))
         except ValueError as exc:
@@ -134,7 +166,7 @@ class NumpyRandom(Op):
         if sample.ndim != self.ndim:
             raise ValueError(f"RandomStreams.{self.method}: the sample has shape {sample.shape}, but the graph was "
                              f"built for {self.ndim} dimensions; give size= explicitly")
-        output_storage[0][0] = _pack(gen.bit_generator.state)
+        output_storage[0][0] = pack_random_state(gen)
         output_storage[1][0] = sample.astype(self.dtype, copy=False)
 
     def L_op(self, inputs, outputs, output_grads):

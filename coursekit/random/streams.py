@@ -13,10 +13,11 @@ the state's ``default_update``, so every function drawing from the stream
 advances it (see :mod:`.ops`).  ``seed(n)`` resets every state the stream
 made, so a program is reproducible from its seed.
 
-* ``RandomStreams`` draws with NumPy's ``Generator`` on the host, like
-  Theano's ``shared_randomstreams`` (which used NumPy too);
-* ``MRG_RandomStreams`` uses MRG32k3a (:mod:`.mrg`), whose numbers are the
-  same on the CPU and on a GPU device; its other distributions are built in
+* ``RandomStreams`` draws with a ``numpy.random.RandomState`` per variable on
+  the host, seeded as Theano's ``shared_randomstreams`` seeded them, so a seed
+  gives Theano's numbers; ``rv.rng.get_value()`` is that RandomState;
+* ``MRG_RandomStreams`` is Theano's MRG31k3p (:mod:`.mrg`): Theano's numbers
+  for a seed, the same on the CPU and on a GPU device; its other distributions are built in
   the graph from its uniforms (Box-Muller for ``normal``, comparisons for
   ``binomial``, sorting for ``permutation`` and ``choice``).
 """
@@ -25,13 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from .. import tensor as T
-from ..compile.sharedvalue import shared
+from ..compile.sharedvalue import TensorSharedVariable, shared
 from ..config import config
 from ..devices import current
 from ..devices.types import GpuArrayType
-from ..graph import Constant, Variable
+from ..graph import Variable
 from . import mrg
-from .ops import MRGUniform, NumpyRandom, OneHot, SearchCDF, pcg_state_vector
+from .ops import MRGUniform, NumpyRandom, OneHot, SearchCDF, mt_state_vector, pack_random_state, unpack_random_state
 
 
 def _size_vector(size, ndim, what):
@@ -62,15 +63,11 @@ def _size_vector(size, ndim, what):
 
 
 def _known_length(vector, what):
-    if isinstance(vector, Constant):
-        return len(vector.data)
-    owner = vector.owner
-    if owner is not None and type(owner.op).__name__ == "Shape":
-        return owner.inputs[0].type.ndim
-    if owner is not None and type(owner.op).__name__ == "MakeVector":
-        return len(owner.inputs)
-    raise TypeError(f"{what}: the length of the size vector {vector} is not known when the graph is built; "
-                    "pass ndim=... as well, or a tuple of sizes")
+    try:
+        return T.get_vector_length(vector)
+    except ValueError:
+        raise TypeError(f"{what}: the length of the size vector {vector} is not known when the graph is built; "
+                        "pass ndim=... as well, or a tuple of sizes") from None
 
 
 def _state_on_device(state):
@@ -105,18 +102,59 @@ class _Streams:
         return sample
 
 
+class RandomStateSharedVariable(TensorSharedVariable):
+    """A ``RandomStreams`` state (``rv.rng``): in the graph a packed uint32 vector (any device can hold it), to
+    the program a ``numpy.random.RandomState``, as Theano's was.  ``rv.rng.get_value()`` is a RandomState (its
+    ``get_state()``, ``seed()`` ...); ``set_value`` takes one (or the packed vector).  A RandomState got with
+    ``borrow=True`` is still a copy: change it, then ``set_value`` it, as Theano's tutorial does."""
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        words = super().get_value(borrow=borrow, return_internal_type=return_internal_type)
+        return words if return_internal_type else unpack_random_state(np.asarray(words))
+
+    def set_value(self, value, borrow=False):
+        if isinstance(value, np.random.RandomState):
+            value, borrow = pack_random_state(value), True
+        else:
+            unpack_random_state(value)  # refuses anything that is not a packed state, naming what it takes
+        super().set_value(value, borrow=borrow)
+
+    def zero(self):
+        raise TypeError("a random state has no zero: set_value(numpy.random.RandomState(seed)) instead")
+
+
+def _state_variable(words, name):
+    state = shared(words, name=name)
+    state.__class__ = RandomStateSharedVariable  # the same variable, whose value reads as a RandomState
+    state.tag.is_rng = True  # Theano's mark (libraries look for it)
+    return state
+
+
 class RandomStreams(_Streams):
-    """Random streams drawing with NumPy's Generator on the host (Theano's ``shared_randomstreams``)."""
+    """Random streams drawing with ``numpy.random.RandomState`` on the host, seeded as Theano's
+    ``shared_randomstreams`` seeded them, so a seed gives Theano's numbers."""
+
+    def __init__(self, seed=None):
+        self.default_instance_seed = seed
+        self.gen_seedgen = np.random.RandomState(seed)  # Theano's: each new variable's seed comes from it
+        super().__init__(seed)
 
     def seed(self, seed=None):
-        """Reset every state this stream has made, as if it had been created with ``seed``."""
-        self._seed = int(seed) if seed is not None else 0
-        self._seeds = np.random.SeedSequence(self._seed)
+        """Reset every state this stream has made, as Theano did: a RandomState(seed) gives each state, in the order
+        they were made, a seed below 2^30 (``None``: the constructor's seed)."""
+        seedgen = np.random.RandomState(self.default_instance_seed if seed is None else seed)
         for state, _ in self.state_updates:
-            state.set_value(pcg_state_vector(self._next_seed()), borrow=True)
+            state.set_value(np.random.RandomState(int(seedgen.randint(2 ** 30))), borrow=True)
 
     def _next_seed(self):
-        return int(self._seeds.spawn(1)[0].generate_state(1, dtype=np.uint64)[0] >> 1)
+        return int(self.gen_seedgen.randint(2 ** 30))
+
+    def __getitem__(self, item):
+        """Theano's ``srng[rv.rng]``: the RandomState of a state variable."""
+        return item.get_value(borrow=True)
+
+    def __setitem__(self, item, value):
+        item.set_value(value, borrow=True)
 
     def _draw(self, method, size, params, dtype, ndim, extra_dims=0):
         what = f"RandomStreams.{method.split('_')[0]}"
@@ -128,7 +166,7 @@ class RandomStreams(_Streams):
                 out_ndim = params[1].type.ndim - 1
         else:
             out_ndim = size_len
-        state = shared(pcg_state_vector(self._next_seed()), name=f"rng_state_{len(self.state_updates)}")
+        state = _state_variable(mt_state_vector(self._next_seed()), f"rng_state_{len(self.state_updates)}")
         args = ([size_var] if size_var is not None else []) + params
         op = NumpyRandom(method, np.dtype(dtype).name, out_ndim + extra_dims, size_var is not None)
         new_state, sample = op(state, *args)
@@ -161,14 +199,27 @@ class RandomStreams(_Streams):
 
 
 class MRG_RandomStreams(_Streams):  # noqa: N801 - Theano's name
-    """Random streams from MRG32k3a: the same numbers on the CPU and on a GPU device."""
+    """Random streams from MRG31k3p: Theano's numbers for a seed, the same on the CPU and on a GPU device."""
+
+    def __init__(self, seed=12345, use_cuda=None):
+        self._default_seed = seed  # Theano's default_instance_seed: what seed() with no argument goes back to
+        super().__init__(seed)
 
     def seed(self, seed=None):
         """Reset every state this stream has made, as if it had been created with ``seed``."""
-        self._start = mrg.seed_to_state(12345 if seed is None else seed)
+        self._start = mrg.seed_to_state(self._default_seed if seed is None else seed)
         for state, _ in self.state_updates:
             n_streams = state.get_value(borrow=True).shape[0]
             state.set_value(mrg.substreams(self._take_start(), n_streams), borrow=True)
+
+    @property
+    def rstate(self):
+        """Theano's ``rstate``: the six ints where the next random variable's first stream starts."""
+        return self._start
+
+    @rstate.setter
+    def rstate(self, value):
+        self._start = mrg.seed_to_state(list(value))
 
     def _take_start(self):
         start = self._start
@@ -180,8 +231,7 @@ class MRG_RandomStreams(_Streams):  # noqa: N801 - Theano's name
         if size_var is None:
             raise TypeError(f"{what}: give size= (a tuple of ints or an integer vector such as x.shape)")
         if nstreams is None:
-            known = size_var.data if isinstance(size_var, Constant) else None
-            nstreams = int(min(np.prod(known), 4096)) if known is not None else 1024
+            nstreams = mrg.guess_n_streams(size)  # Theano's guess: it decides which stream makes which number
         state = _state_on_device(shared(mrg.substreams(self._take_start(), max(int(nstreams), 1)),
                                         name=f"mrg_state_{len(self.state_updates)}"))
         new_state, sample = MRGUniform(np.dtype(dtype).name, size_len)(state, size_var)
@@ -212,9 +262,8 @@ class MRG_RandomStreams(_Streams):  # noqa: N801 - Theano's name
         p = T.as_tensor_variable(p)
         if size is None:
             size = p.shape
-        if n == 1:
-            u, _, _ = self._uniform01(size, ndim, p.type.dtype if p.type.dtype[0] == "f" else config.floatX,
-                                      nstreams, "MRG_RandomStreams.binomial")
+        if n == 1:  # Theano's: floatX uniforms below p
+            u, _, _ = self._uniform01(size, ndim, config.floatX, nstreams, "MRG_RandomStreams.binomial")
             return T.cast(u < p, dtype)
         if not isinstance(n, (int, np.integer)) or n < 1:
             raise TypeError(f"MRG_RandomStreams.binomial: n must be a positive Python int, got {n!r}")

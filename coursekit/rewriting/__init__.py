@@ -195,7 +195,7 @@ def _local_pass(fgraph, stage, local):
                 replacements = rw.fn(fgraph, node)
             except RewriteError:
                 raise
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 -- a failing rewrite is reported with the node it failed on
                 replacements = _rewrite_failed(rw, node, exc)
             if not replacements:
                 continue
@@ -224,7 +224,7 @@ def _guard(rw, fgraph, node, call):
         return call()
     except RewriteError:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 -- a failing rewrite is reported with the node it failed on
         return _rewrite_failed(rw, node, exc)
 
 

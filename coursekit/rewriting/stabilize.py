@@ -169,6 +169,9 @@ def stabilize_graph(outputs):
     fgraph = FunctionGraph(graph_inputs(cloned), cloned)
     for stage in ("canonicalize", "stabilize"):
         # no constant folding (it would bake in values), and no shape shortcuts: a shortcut is
-        # sound only where its reasoning ("this is computed anyway") holds for the compiled graph
-        run_stage(fgraph, stage, [rw for rw in _DB[stage] if not {"constant_folding", "shape"} & set(rw.tags)])
+        # sound only where its reasoning ("this is computed anyway") holds for the compiled graph; no
+        # "compile_only" rewrite (Theano's register_canonicalize: in Theano they never ran before grad, and an
+        # OpRemove of a ViewOp with its own gradient must run only after the gradient is built)
+        skip = {"constant_folding", "shape", "compile_only"}
+        run_stage(fgraph, stage, [rw for rw in _DB[stage] if not skip & set(rw.tags)])
     return fgraph.outputs, memo

@@ -27,3 +27,4 @@ the impl (or the numba loop of ``numba_kernels.py``); on a GPU, the device asks
 from __future__ import annotations
 
 from .ops import Cast, ScalarOp, all_names, c_type, get, register  # noqa: F401
+from .dtypes import upcast  # noqa: F401  (Theano's theano.scalar.upcast)

@@ -58,6 +58,9 @@ class Composite(ScalarOp):
     def key(self):
         return self._key
 
+    def uses(self, op) -> bool:
+        return self is op or any(step.uses(op) for step, _, _ in self.program)
+
     def output_dtype(self, *dtypes):
         """The last step's dtype (no probe call: a numba kernel compiles on its first call)."""
         return self.program[-1][2]

@@ -27,6 +27,8 @@ import re
 
 import numpy as np
 
+from .. import wiring
+
 _DTYPE_CACHE: dict = {}
 # C math functions with no integer overload in CUDA: nvcc and NVRTC reject exp(int) (g++ accepts it, so
 # only a real GPU would notice). An integer or bool argument is converted to the op's float result type
@@ -36,7 +38,7 @@ _REAL_MATH_CALL = re.compile(r"\b(?:exp|exp2|expm1|log|log1p|log2|log10|tanh|sin
 
 
 class ScalarOp:
-    """One elementwise function; equal by name (and props, for subclasses).
+    """One elementwise function, known by what it computes (see :meth:`key`), never by its name alone.
 
     An ``impl`` that takes ``out=`` must work when ``out`` is one of its own
     inputs (fused code reuses dead buffers): read every input before the first
@@ -49,7 +51,18 @@ class ScalarOp:
         self.is_ufunc = isinstance(impl, np.ufunc)
 
     def key(self):
-        return (self.name,)
+        """What makes two ops one: the same name, arity, implementation, gradient and C expression.
+
+        Functions compare as objects, so a notebook cell that defines an op, is corrected and is run
+        again makes a *different* op of the same name: graphs holding both keep both (merge does not
+        fold them into one node), and each gets its own output dtypes and compiled kernels.
+        Subclasses whose parameters say everything (``Cast``, ``Composite``) return those.
+        """
+        return (self.name, self.nin, self.impl, self.grad_fn, self.c_expr, self.uses_output)
+
+    def uses(self, op) -> bool:
+        """Does this op compute with ``op`` (itself; a fused Composite: any of its steps)?"""
+        return self is op
 
     def c_call(self, args, dtypes):
         """``c_expr`` over the C expressions ``args`` of the given dtypes (see _REAL_MATH_CALL for casts)."""
@@ -212,7 +225,7 @@ def identity_impl(x, out=None):
 
 
 # ----------------------------------------------------------------- grads
-_TENSOR_MATH = []  # [coursekit.tensor.math], set by use_tensor_math when the tensor layer loads
+_TENSOR_MATH: list = []  # [coursekit.tensor.math], set by use_tensor_math when the tensor layer loads
 
 
 def use_tensor_math(module):
@@ -239,7 +252,7 @@ def zero_grads(inputs, output, gz):
     return [zeros_like(i) for i in inputs]
 
 
-_OPS = {}
+_OPS: dict[str, ScalarOp] = {}
 
 
 def _def(name, nin, impl, grad=None, c=None, uses_output=False):
@@ -292,10 +305,44 @@ def get(name) -> ScalarOp:
     return _OPS[name]
 
 
-def register(op) -> ScalarOp:
-    """Make ``op`` known by its name (so graphs using it can be pickled); returns it."""
-    _OPS.setdefault(op.name, op)
-    return _OPS[op.name]
+_TABLE = frozenset(_OPS)   # the names above: rewrites, numba loops and fast paths know these ops by name
+
+
+def register(op, replace=False) -> ScalarOp:
+    """Make ``op`` known by its name (``get(name)``, and graphs using it pickle by name); returns the op.
+
+    One name, one op. Registering an op again (or an equal one) returns the registered op; a
+    *different* op under a taken name is refused, because a re-run notebook cell with a corrected op
+    would otherwise silently get the old one back. ``replace=True`` gives the name to ``op``: ``get``
+    and pickles made from now on find it, the output dtypes and compiled CUDA kernels cached for the
+    old op are dropped, and graphs already built keep the op they were built with.
+    """
+    registered = _OPS.setdefault(op.name, op)
+    if registered == op:
+        return registered
+    if not replace:
+        raise ValueError(
+            f"register: a different scalar op named {op.name!r} is registered already (impl {_describe(registered)},"
+            f" new impl {_describe(op)}). To replace it (a corrected op, a re-run cell), call "
+            f"register(op, replace=True); graphs built with the old op keep it. Or give the new op another name.")
+    if op.name in _TABLE:
+        raise ValueError(f"register: {op.name!r} is one of coursekit's own scalar ops (rewrites and kernels "
+                         "recognise it by name), so it cannot be replaced: give your op another name")
+    _forget(registered)
+    _OPS[op.name] = op
+    return op
+
+
+def _describe(op):
+    impl = getattr(op.impl, "__qualname__", None) or repr(op.impl)
+    return f"{impl}, C {op.c_expr!r}" if op.c_expr else impl
+
+
+def _forget(op):
+    """Drop what is cached for ``op``: its output dtypes here, its CUDA kernels on every device."""
+    for key in [key for key in _DTYPE_CACHE if key[0] == op.key()]:
+        del _DTYPE_CACHE[key]
+    wiring.get("forget_scalar_op")(op)
 
 
 def all_names():

@@ -172,7 +172,10 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     nonseq_inner = [v if isinstance(v, Constant) else _placeholder(v.type, v.name) for v in nonseqs]
 
     n_steps_var = _steps(n_steps, lengths)
-    args = seq_inner + [p for spec in out_specs for p in spec[2]] + nonseq_inner
+    # the step receives the non-sequences' outer variables, as Theano's did: their graphs stay connected, so a
+    # step may differentiate through them (``T.grad(y[i], x)`` for ``y`` a function of ``x``: a Jacobian's rows);
+    # the inner graph below reads each one from its inner copy
+    args = seq_inner + [p for spec in out_specs for p in spec[2]] + nonseqs
     _check_arity(fn, args, len(seq_inner), sum(len(spec[2]) for spec in out_specs), len(nonseq_inner), trace)
     result = fn(*args)
     outputs, updates, cond = _split_step_result(result, len(out_specs))
@@ -191,7 +194,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     updates = dict(updates)
     explicit_inner = {id(v) for v in args}
     roots = outputs + list(updates.values()) + ([cond] if cond is not None else [])
-    _collect_default_updates(roots, updates)
+    _collect_default_updates(roots, updates, blockers=[v for v in nonseqs if not isinstance(v, Constant)])
     state_vars = list(updates)
     replace = {}
     state_inner = [_placeholder(v.type, f"{v.name or 'shared'}[t]") for v in state_vars]
@@ -281,12 +284,15 @@ def _check_output_type(k, out, etype, trace):
             f"was built at {format_trace(out.tag.trace)}; scan called at {format_trace(trace)}")
 
 
-def _collect_default_updates(roots, updates):
-    """Shared variables in the step that update themselves (random streams) become loop state."""
-    frontier = list(roots)
+def _collect_default_updates(roots, updates, blockers=()):
+    """Shared variables in the step that update themselves (random streams) become loop state; the graphs
+    above the non-sequences (``blockers``) are computed once, outside the loop, and are not looked into."""
+    frontier, passed = list(roots), {id(v) for v in blockers}
     while frontier:
         new = []
-        for leaf in graph_inputs(frontier):
+        for leaf in graph_inputs(frontier, blockers=list(blockers)):
+            if id(leaf) in passed:
+                continue
             update = getattr(leaf, "default_update", None)
             if isinstance(leaf, SharedVariable) and update is not None and leaf not in updates:
                 updates[leaf] = update

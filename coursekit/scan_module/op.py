@@ -26,6 +26,7 @@ import numpy as np
 
 from ..compile.function import function
 from ..compile.io import Out
+from ..compile.mode import get_mode
 from ..config import config
 from ..devices import current, device_variable
 from ..devices.transfer import gpu_from_host, host_from_gpu
@@ -172,8 +173,11 @@ class Scan(Op):
                                                          zip(self.inner_inputs, dev_inputs)})
             # borrow=False: a fused GpuElemwise may return a buffer of its own instead of writing into a kept
             # output buffer, and the device thunk does not check for that (on the host, Elemwise does)
+            # no CUDA graph per step: each step's inputs are other device buffers (slices of the sequence),
+            # so a graph captured at one step could not be replayed at the next
             self.device_fns[name] = function(dev_inputs, [Out(gpu_from_host(o), borrow=False) for o in outs],
-                                             mode=self.info.mode, on_unused_input="ignore", trust_input=True,
+                                             mode=get_mode(self.info.mode).without_cuda_graphs(),
+                                             on_unused_input="ignore", trust_input=True,
                                              name=f"{self.info.name} (inner function, {name})",
                                              profile=self.info.profile or None)
         return self.device_fns[name]

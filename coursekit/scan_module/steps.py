@@ -49,7 +49,7 @@ def direct_caller(fn):
             for thunk in thunks:
                 thunk()
                 i += 1
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- any error in a step is re-raised naming the step's node
             step_error(nodes[i], fn.storage_map, exc)
         return [cell[0] for cell in outs]
 
@@ -78,7 +78,7 @@ def hooked_caller(fn, hook):
                 thunk()
                 hook.thunk_finished(i)
                 i += 1
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 -- any error in a step is re-raised naming the step's node
             hook.call_failed(i, exc)
             step_error(nodes[i], fn.storage_map, exc)
         results = [cell[0] for cell in outs]
@@ -95,6 +95,6 @@ def step_error(node, storage_map, exc):
                f"by your code at {format_trace(node.trace)}")
     try:
         new = type(exc)(message)
-    except Exception:
+    except Exception:  # noqa: BLE001 -- the exception's own class may refuse a message
         new = RuntimeError(f"{type(exc).__name__}: {message}")
     raise new.with_traceback(None) from exc

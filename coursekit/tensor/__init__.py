@@ -23,16 +23,18 @@ from .advanced import AdvancedIncSubtensor, AdvancedSubtensor, inc_subtensor, se
 from .construct import (ARange, Alloc, Eye, SpecifyShape, alloc, arange, eye, fill, identity_like,  # noqa: F401,E402
                         ones, specify_shape, zeros)
 from .extra_ops import (BatchedDot, Repeat, Tile, batched_dot, bitwise_xor, flatten, join,  # noqa: F401,E402
-                        repeat, round, stack, tensordot, tile, xor)
+                        repeat, round, stack, tensordot, tile, xor)  # noqa: A004  (Theano's T.round)
 from .sorting import ArgReduce, ArgSort, Sort, argmax, argmin, argsort, max_and_argmax, sort  # noqa: F401,E402
 # Theano names libraries (Lasagne, Keras 1.x) call that the course never needed (issue 27)
-from .legacy import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
+from .more_ops import (Rebroadcast, Variable, abs_, addbroadcast, all, any, arccos, arcsin, arctan,  # noqa: F401,E402,A004
                      arctan2, cosh, erf, erfc, exp2, flatnonzero, floor_div, inv, isinf, isnan, log2, log10, nonzero,
                      patternbroadcast,
                      power, reciprocal, shape_padaxis, shape_padleft, shape_padright, sign, sinh, squeeze, tan,
                      trunc, unbroadcast)
 from .cumulative import cumprod, cumsum  # noqa: F401,E402
 from .var import get_vector_length  # noqa: F401,E402
+from ..scalar.dtypes import (all_dtypes, complex_dtypes, continuous_dtypes, discrete_dtypes,  # noqa: F401,E402
+                             float_dtypes, int_dtypes, integer_dtypes, uint_dtypes)  # Theano's T.float_dtypes ...
 
 _RANKS = {"scalar": (), "vector": (False,), "matrix": (False, False), "tensor3": (False,) * 3,
           "tensor4": (False,) * 4, "tensor5": (False,) * 5, "row": (True, False), "col": (False, True)}

@@ -9,12 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..config import config
-from ..graph import Apply, Constant, Op
+from ..graph import Apply, Constant
 from .elemwise import reduce_to_broadcast
 from .math import cast, second
 from .math import sum as tsum
 from .type import TensorType
-from .var import as_tensor_variable, constant
+from .var import as_tensor_variable, constant, get_vector_length
 from .xpop import XpOp
 
 
@@ -123,14 +123,11 @@ def _shape_args(shape):
 
 
 def _vector_length(var):
-    if isinstance(var, Constant):
-        return len(var.data)
-    if var.owner is not None and type(var.owner.op).__name__ == "Shape":
-        return var.owner.inputs[0].type.ndim
-    if var.owner is not None and type(var.owner.op).__name__ == "MakeVector":
-        return len(var.owner.inputs)
-    raise TypeError(f"the length of the shape vector {var} is not known when the graph is built; "
-                    "pass a tuple of sizes instead")
+    try:
+        return get_vector_length(var)
+    except ValueError:
+        raise TypeError(f"the length of the shape vector {var} is not known when the graph is built; "
+                        "pass a tuple of sizes instead") from None
 
 
 def zeros(shape, dtype=None):

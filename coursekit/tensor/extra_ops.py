@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Constant, Op
+from ..graph import Apply, Constant
 from ..scalar.ops import ScalarOp, register, zero_grads
 from . import math as M
 from .elemwise import Elemwise, reduce_to_broadcast
@@ -322,4 +322,4 @@ def batched_dot(a, b):
 
 # Theano's other extra_ops names, kept in their own modules
 from .cumulative import CumOp, cumprod, cumsum, to_one_hot  # noqa: E402,F401
-from .legacy import squeeze  # noqa: E402,F401
+from .more_ops import squeeze  # noqa: E402,F401

@@ -39,7 +39,7 @@ def _elemwise(name):
     return fn
 
 
-add, sub, mul, true_div, int_div, mod, pow = map(_elemwise, ["add", "sub", "mul", "true_div", "int_div",
+add, sub, mul, true_div, int_div, mod, pow = map(_elemwise, ["add", "sub", "mul", "true_div", "int_div",  # noqa: A001  (Theano's T.pow)
                                                                "mod", "pow"])
 neg, exp, log, log1p, expm1, tanh, sqrt, sqr, sgn = map(_elemwise, ["neg", "exp", "log", "log1p", "expm1",
                                                                     "tanh", "sqrt", "sqr", "sgn"])

@@ -5,6 +5,8 @@ that puts them back as broadcastable axes, so the op itself stays simple.
 """
 from __future__ import annotations
 
+import functools
+
 import math
 
 import numpy as np
@@ -40,6 +42,12 @@ def normalize_axis(axis, ndim, what="reduction"):
     return tuple(sorted(result))
 
 
+@functools.lru_cache(maxsize=None)
+def _reduced_dtype(scalar_name, dtype):
+    """The dtype NumPy's reduction gives for ``dtype``: learnt once per pair, not by building an array per call."""
+    return _REDUCERS[scalar_name](np.ones((1,), dtype=dtype)).dtype
+
+
 class CAReduce(XpOp):
     """Reduce with a commutative, associative scalar op along ``axis``."""
     verified_outputs = True
@@ -61,7 +69,7 @@ class CAReduce(XpOp):
             if a >= x.type.ndim:
                 raise ValueError(f"{self}: axis {a} does not exist in {x.type}")
         bcast = tuple(b for i, b in enumerate(x.type.broadcastable) if i not in self.axis)
-        dtype = self.reducer(np.ones((1,), dtype=x.type.dtype)).dtype.name
+        dtype = _reduced_dtype(self.scalar_name, np.dtype(x.type.dtype)).name
         if self.scalar_name in ("maximum", "minimum"):
             dtype = x.type.dtype
         return Apply(self, [x], [TensorType(dtype, bcast).make_variable()])
@@ -72,7 +80,7 @@ class CAReduce(XpOp):
             raise ValueError(f"{self}: cannot take the {self.scalar_name} of an empty axis (shape {x.shape})")
         reduce = getattr(xp, _XP_NAMES[self.scalar_name])
         out = output_storage[0][0]
-        if (xp is not np and isinstance(out, xp.ndarray) and out.dtype == self.reducer(np.ones(1, x.dtype)).dtype
+        if (xp is not np and isinstance(out, xp.ndarray) and out.dtype == _reduced_dtype(self.scalar_name, x.dtype)
                 and out.shape == tuple(n for k, n in enumerate(x.shape) if k not in self.axis)):
             reduce(x, axis=self.axis, out=out)   # on a GPU: into the previous buffer, no allocation per call
             return
@@ -166,5 +174,4 @@ class NumElements(Op):
         output_storage[0][0] = np.asarray(math.prod([shape[a] for a in self.axis]), dtype=self.dtype)
 
     def L_op(self, inputs, outputs, output_grads):
-        M = _tensor.math
         return [None]

@@ -4,9 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..graph import Apply, Constant, Op
+from ..scalar.ops import Cast
 from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
+from .elemwise import Elemwise
 from .type import TensorType
-from .var import as_tensor_variable
+from .var import as_tensor_variable, vector_length_from
 from .xpop import XpOp
 
 lvector = TensorType("int64", (False,))
@@ -27,6 +29,11 @@ class Shape(Op):
 
     def L_op(self, inputs, outputs, output_grads):
         return [None]
+
+
+@vector_length_from.register(Shape)
+def _shape_length(op, var):
+    return var.owner.inputs[0].type.ndim   # x.shape has one entry per dimension of x
 
 
 class ShapeI(Op):
@@ -89,6 +96,18 @@ class MakeVector(XpOp):
         return [gz[i] if x.type.dtype[0] in "fc" else None for i, x in enumerate(inputs)]
 
 
+@vector_length_from.register(MakeVector)
+def _stacked_length(op, var):
+    return len(var.owner.inputs)            # one entry per stacked scalar
+
+
+def _is_constant_one(var):
+    """Whether ``var`` is the constant 1, also through the casts ``reshape`` puts around each entry."""
+    while var.owner is not None and isinstance(var.owner.op, Elemwise) and isinstance(var.owner.op.scalar_op, Cast):
+        var = var.owner.inputs[0]
+    return isinstance(var, Constant) and np.ndim(var.data) == 0 and var.data == 1
+
+
 class Reshape(XpOp):
     """Reshape to a shape given as an int64 vector (a view when NumPy can make one)."""
     verified_outputs = True
@@ -105,6 +124,10 @@ class Reshape(XpOp):
         bcast = (False,) * self.ndim
         if isinstance(shape, Constant):
             bcast = tuple(int(s) == 1 for s in shape.data)
+        elif shape.owner is not None and isinstance(shape.owner.op, MakeVector):
+            # (1, x.shape[0]): an entry that is the constant 1 makes a broadcastable axis, as in Theano (a step
+            # of a scan builds its shapes this way; a later dot or addbroadcast relies on the pattern)
+            bcast = tuple(_is_constant_one(s) for s in shape.owner.inputs)
         return Apply(self, [x, shape], [TensorType(x.type.dtype, bcast).make_variable()])
 
     def run(self, xp, inputs, output_storage):

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Apply, Op, Variable
+from ..graph import Apply, Variable
 from .. import tensor as _tensor  # this package: modules that build on this one are reached through it when code runs
 from .dimshuffle import reduce_to_broadcast
 from .type import TensorType, host_like
-from .var import as_tensor_variable
+from .var import as_tensor_variable, get_vector_length, vector_length_from
 from .xpop import XpOp, add_at, check_rows
 
 _SYM = "?"  # placeholder for a symbolic integer in idx_list
@@ -106,6 +106,17 @@ class Subtensor(XpOp):
         x, *values = inputs
         gx = IncSubtensor(self.idx_list)(M.zeros_like(x), output_grads[0], *values)
         return [gx] + [None] * len(values)
+
+
+@vector_length_from.register(Subtensor)
+def _sliced_length(op, var):
+    """A constant slice of a vector of known length (``x.shape[2:]``); None for anything else."""
+    node = var.owner
+    if len(node.inputs) == 1:
+        (entry,) = op.idx_list
+        if entry[0] == "slice":
+            return len(range(get_vector_length(node.inputs[0]))[slice(*entry[1:])])
+    return None
 
 
 class IncSubtensor(XpOp):

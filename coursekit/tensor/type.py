@@ -119,7 +119,7 @@ class TensorType(Type):
             )
         try:
             arr = np.asarray(value)
-        except Exception as exc:  # ragged lists and the like
+        except Exception as exc:  # noqa: BLE001 -- ragged lists and the like
             raise TypeError(f"{where} could not be converted to an array of {self.dtype}: {exc}") from None
         if arr.dtype == object:
             raise TypeError(f"{where} is not numeric data (got {type(value).__name__}); expected {self}")

@@ -7,6 +7,7 @@ float32, just as ``np.float32 array * 2.5`` does in NumPy.
 """
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -149,7 +150,7 @@ class _TensorMethods:
         return out
     def zeros_like(self, dtype=None): return _M().zeros_like(self, dtype)
     def ones_like(self, dtype=None): return _M().ones_like(self, dtype)
-    def nonzero(self, return_matrix=False): return _tensor.legacy.nonzero(self, return_matrix)
+    def nonzero(self, return_matrix=False): return _tensor.more_ops.nonzero(self, return_matrix)
 
     def nonzero_values(self): return self.flatten()[_M().neq(self.flatten(), 0)]
 
@@ -260,24 +261,32 @@ def as_tensor_variable(value, name=None, ndim=None):
 
 
 def get_vector_length(v):
-    """The length of a symbolic vector when the graph knows it (``x.shape``, a constant, a stack of scalars)."""
+    """The length of a symbolic vector when the graph knows it (``x.shape``, a constant, a stack of scalars).
+
+    Raises ValueError when only running the function can tell (callers with a better hint catch it)."""
     v = as_tensor_variable(v)
     if v.type.ndim != 1:
         raise TypeError(f"get_vector_length: {v} is not a vector ({v.type})")
     if getattr(v, "data", None) is not None:
         return len(v.data)
-    node = v.owner
-    if node is not None and type(node.op).__name__ == "Shape":
-        return node.inputs[0].type.ndim
-    if node is not None and type(node.op).__name__ == "MakeVector":
-        return len(node.inputs)
-    if node is not None and type(node.op).__name__ == "Subtensor" and len(node.inputs) == 1:
-        (entry,) = node.op.idx_list  # a constant slice of a vector of known length: x.shape[2:]
-        if entry[0] == "slice":
-            return len(range(get_vector_length(node.inputs[0]))[slice(*entry[1:])])
+    if v.owner is not None:
+        length = vector_length_from(v.owner.op, v)
+        if length is not None:
+            return length
     if v.type.broadcastable[0]:
         return 1
     raise ValueError(f"the length of {v} is not known until the function runs; index it (v[i]) instead")
+
+
+@functools.singledispatch
+def vector_length_from(op, var):
+    """The length of the vector ``var`` that ``op`` computes, when the op alone says it; else None.
+
+    Ops that know register beside their class (``@vector_length_from.register(Shape)``), so the
+    question is answered by the op's type, never by comparing class names (PyTensor's
+    ``_get_vector_length``). GPU twins, being subclasses, answer as their host op does.
+    """
+    return None
 
 
 def weak_constants(args, scalar_op=None):

@@ -2,38 +2,40 @@
 
 Most names map by prefix (``theano.tensor.nnet`` is ``coursekit.tensor.nnet``).  The table below lists
 the Theano paths whose coursekit home has another name: Theano kept its graph classes in ``theano.gof``,
-its pooling in ``theano.tensor.signal.pool`` and its old GPU back end in ``theano.sandbox.cuda``.
+its pooling in ``theano.tensor.signal.pool`` and its old GPU back end in ``theano.sandbox.cuda``.  The
+modules that exist only because Theano programs import them by name live here, in ``coursekit.theano``
+(``theano`` itself is :mod:`coursekit.theano.root`); the library never imports them.
 """
 from __future__ import annotations
 
 ALIAS_ROOT = "theano"
 REAL_ROOT = "coursekit"
+HERE = "coursekit.theano"
 
 # Theano module path -> coursekit module path (for names that moved; the rest map by prefix)
 MOVED = {
-    "theano": "coursekit.compat.root",
-    "theano.gradient": "coursekit.compat.gradient",
-    "theano.gof": "coursekit.compat.gof",
-    "theano.gpuarray": "coursekit.compat.gpuarray",
-    "theano.sandbox.gpuarray": "coursekit.compat.gpuarray",
-    "theano.scan_module.scan_utils": "coursekit.compat.scan_utils",
-    "theano.gof.graph": "coursekit.compat.gof",
-    "theano.gof.op": "coursekit.compat.gof",
-    "theano.gof.utils": "coursekit.compat.gof",
+    "theano": HERE + ".root",
+    "theano.gof.graph": HERE + ".gof",
+    "theano.gof.op": HERE + ".gof",
+    "theano.gof.utils": HERE + ".gof",
     "theano.gof.fg": "coursekit.fgraph",
+    "theano.gof.opt": HERE + ".gof",
+    "theano.tensor.opt": HERE + ".tensor_opt",
+    "theano.compile.ops": "coursekit.compile.viewop",
+    "theano.sandbox.gpuarray": HERE + ".gpuarray",
+    "theano.scan_module.scan_utils": HERE + ".scan_utils",
     "theano.tensor.basic": "coursekit.tensor",
     "theano.tensor.var": "coursekit.tensor.var",
     "theano.tensor.sharedvar": "coursekit.compile.sharedvalue",
     "theano.compile.sharedvalue": "coursekit.compile.sharedvalue",
-    "theano.tensor.shared_randomstreams": "coursekit.tensor.shared_randomstreams",
-    "theano.sandbox.rng_mrg": "coursekit.sandbox.rng_mrg",
-    "theano.sandbox.cuda": "coursekit.compat.sandbox_cuda",
+    "theano.tensor.shared_randomstreams": HERE + ".shared_randomstreams",
+    "theano.tensor.signal.downsample": HERE + ".downsample",
     "theano.tensor.nnet.nnet": "coursekit.tensor.nnet",
     "theano.tensor.nnet.sigm": "coursekit.tensor.nnet",
 }
 
-
-_ROOT_ONLY = ("gof", "gpuarray")  # top-level Theano packages that live under coursekit.compat
+# top-level Theano packages that only the alias has: theano.X.y is coursekit.theano.X.y
+_ALIAS_ONLY = ("gof", "gpuarray", "sandbox", "misc", "compat")
 
 
 def real_name(alias):
@@ -42,14 +44,14 @@ def real_name(alias):
         return None
     if alias in MOVED:
         return MOVED[alias]
-    if alias.startswith(ALIAS_ROOT + ".") and alias.split(".")[1] in _ROOT_ONLY:
-        return "coursekit.compat." + alias[len(ALIAS_ROOT) + 1:]
+    if alias.split(".")[1] in _ALIAS_ONLY:
+        return HERE + alias[len(ALIAS_ROOT):]
     return REAL_ROOT + alias[len(ALIAS_ROOT):]
 
 
 def alias_name(real):
     """The ``theano...`` name a coursekit module is shown under (the inverse of :func:`real_name`)."""
-    plain = ALIAS_ROOT + real[len(REAL_ROOT):]
-    if not real.startswith(REAL_ROOT + ".compat"):
+    plain = ALIAS_ROOT + real[len(HERE if real.startswith(HERE + ".") else REAL_ROOT):]
+    if real_name(plain) == real:
         return plain
     return next((alias for alias, target in MOVED.items() if target == real), plain)

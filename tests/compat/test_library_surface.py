@@ -8,7 +8,7 @@ from scipy import signal, special
 
 import coursekit as theano
 import coursekit.tensor as T
-from coursekit import gradient_extras as G
+from coursekit import gradient as G
 from coursekit.gradient import verify_grad
 from coursekit.tensor.nnet import abstract_conv, bn, conv3d2d, neighbours
 

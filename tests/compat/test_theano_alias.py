@@ -56,6 +56,37 @@ def test_theano_and_its_submodules_are_coursekits(tmp_path):
     assert out.strip() == "12.0"
 
 
+def test_theano_only_paths_lead_into_coursekit_theano_and_the_library_keeps_its_own_names(tmp_path):
+    """Issue 37: the modules that exist only for Theano's paths live in coursekit/theano; the old paths a Theano
+    program imports still work through the alias, and each leads to coursekit's own object."""
+    out = run(tmp_path, """
+        import numpy as np
+        import theano, theano.tensor as T, coursekit, coursekit.random, coursekit.devices.kernel_inputs as ki
+        import theano.misc.pycuda_init
+        from theano.sandbox.cuda import basic_ops, cuda_enabled
+        from theano.sandbox.rng_mrg import MRG_RandomStreams
+        from theano.tensor.shared_randomstreams import RandomStreams
+        from theano.tensor.signal import downsample
+        from theano.gradient import grad_clip, jacobian
+        import coursekit.gradient
+        assert MRG_RandomStreams is coursekit.random.MRG_RandomStreams
+        assert RandomStreams is coursekit.random.RandomStreams
+        assert basic_ops.gpu_contiguous is ki.gpu_contiguous and basic_ops.gpu_from_host is coursekit.gpu_from_host
+        assert grad_clip is coursekit.gradient.grad_clip and jacobian is coursekit.gradient.jacobian
+        assert theano.sandbox.__name__ == "theano.sandbox" and cuda_enabled is False
+        x = T.tensor4("x")
+        y = downsample.max_pool_2d(x, (2, 2), ignore_border=True)
+        print(theano.function([x], y)(np.arange(16.0).reshape(1, 1, 4, 4)).ravel().tolist())
+        for name in ("sandbox", "misc", "gradient_extras"):
+            assert not hasattr(coursekit, name), name
+    """, env=clean_env()).stdout
+    assert out.strip() == "[5.0, 7.0, 13.0, 15.0]"
+    import coursekit
+
+    with pytest.raises(AttributeError, match="coursekit.gpu_from_host"):
+        coursekit.sandbox  # noqa: B018 - the port that changed its imports is told what to write
+
+
 def test_theano_is_an_attribute_of_itself_as_in_theano(tmp_path):
     """Theano's package bound ``theano.theano`` (its __init__ imported theano.tests); programs rely on it
     through ``from theano import theano`` and ``from theano import *``."""

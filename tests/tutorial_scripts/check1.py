@@ -1,5 +1,6 @@
 # Theano tutorial "Using the GPU", check1.py, ported: only the imports (and print) changed.
-from coursekit import function, config, shared, sandbox
+from coursekit import function, config, shared
+from coursekit.theano import sandbox  # noqa: F401  (the tutorial's import line, as it was)
 import coursekit.tensor as T
 import numpy
 import time

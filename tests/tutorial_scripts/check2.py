@@ -1,5 +1,6 @@
 # Theano tutorial "Using the GPU", check2.py (returning a handle), ported: only the imports (and print) changed.
-from coursekit import function, config, shared, sandbox
+from coursekit import function, config, shared
+from coursekit.theano import sandbox
 import coursekit.tensor as T
 import numpy
 import time

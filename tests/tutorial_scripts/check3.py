@@ -1,5 +1,6 @@
 # Theano tutorial "Using the GPU", check3.py (borrow=True), ported: only the imports (and print) changed.
-from coursekit import function, config, shared, sandbox, Out
+from coursekit import function, config, shared, Out
+from coursekit.theano import sandbox
 import coursekit.tensor as T
 import numpy
 import time

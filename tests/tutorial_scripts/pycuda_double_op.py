@@ -2,9 +2,9 @@
 # ported: only the imports (and print) changed. coursekit.cuda.SourceModule takes PyCUDA's place: on a machine
 # without a GPU it runs the kernel on the CPU emulator.
 import numpy, coursekit as theano
-import coursekit.misc.pycuda_init
+import coursekit.theano.misc.pycuda_init
 from coursekit.cuda import SourceModule
-import coursekit.sandbox.cuda as cuda
+import coursekit.theano.sandbox.cuda as cuda
 
 class PyCUDADoubleOp(theano.Op):
     def __eq__(self, other):

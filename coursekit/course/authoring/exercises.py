@@ -36,76 +36,17 @@ from __future__ import annotations
 
 import copy
 import json
-import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from .graded import GRADED_TAG, is_graded, mark_notebook, validate_notebook
+from .graded import is_graded, mark_notebook, validate_notebook
+from .regions import ANY_MARKER_RE, BEGIN_RE, END_RE, HINT_RE, ExerciseError, Region, find_regions  # noqa: F401
+# (the solution-region parser lives in .regions, which graded.py uses too; importable from here as before)
 
-BEGIN_RE = re.compile(r"^(?P<indent>[ \t]*)###\s*BEGIN SOLUTION\s*$")
-END_RE = re.compile(r"^[ \t]*###\s*END SOLUTION\s*$")
-HINT_RE = re.compile(r"^[ \t]*###\s*HINT:\s?(?P<text>.*?)\s*$")
-ANY_MARKER_RE = re.compile(r"###\s*(BEGIN SOLUTION|END SOLUTION|HINT:)")
 DEFAULT_HINT = "replace this line with your code"
 SOLUTIONS_SUFFIX = "_solutions"
 EXERCISES_SUFFIX = "_exercises"
-
-
-class ExerciseError(ValueError):
-    """A solutions notebook cannot be turned into an exercise (bad markers, invalid graded cells)."""
-
-
-@dataclass(frozen=True)
-class Region:
-    """One solution region: line numbers (0-based, inclusive) of its markers, indentation, hint."""
-
-    begin: int
-    end: int
-    indent: str
-    hint: str | None
-
-
-def find_regions(source: str, where: str = "cell") -> list[Region]:
-    """Parse the solution regions of one cell's source; raise :class:`ExerciseError` on bad markers."""
-    regions: list[Region] = []
-    open_at: int | None = None
-    indent = ""
-    hints: list[str] = []
-    for number, line in enumerate(source.splitlines()):
-        begin = BEGIN_RE.match(line)
-        if begin:
-            if open_at is not None:
-                raise ExerciseError(
-                    f"{where}, line {number + 1}: '### BEGIN SOLUTION' inside the region opened on line "
-                    f"{open_at + 1}; close it with '### END SOLUTION' first (regions cannot nest)."
-                )
-            open_at, indent, hints = number, begin.group("indent"), []
-        elif END_RE.match(line):
-            if open_at is None:
-                raise ExerciseError(
-                    f"{where}, line {number + 1}: '### END SOLUTION' without a matching '### BEGIN SOLUTION'."
-                )
-            regions.append(Region(open_at, number, indent, " ".join(hints) or None))
-            open_at = None
-        elif HINT_RE.match(line):
-            if open_at is None:
-                raise ExerciseError(
-                    f"{where}, line {number + 1}: '### HINT:' outside a solution region; put it between "
-                    f"'### BEGIN SOLUTION' and '### END SOLUTION'."
-                )
-            hints.append(HINT_RE.match(line).group("text"))
-        elif ANY_MARKER_RE.search(line):
-            raise ExerciseError(
-                f"{where}, line {number + 1}: malformed marker {line.strip()!r}; markers must be alone on "
-                f"their line: '### BEGIN SOLUTION', '### HINT: text', '### END SOLUTION'."
-            )
-    if open_at is not None:
-        raise ExerciseError(
-            f"{where}, line {open_at + 1}: '### BEGIN SOLUTION' is never closed; add '### END SOLUTION'."
-        )
-    return regions
 
 
 def stub_line(indent: str, hint: str | None) -> str:

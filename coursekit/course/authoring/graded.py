@@ -58,6 +58,8 @@ import re
 from dataclasses import dataclass
 from numbers import Real
 
+from .regions import ANY_MARKER_RE, ExerciseError, find_regions
+
 GRADED_TAG = "graded"
 METADATA_KEY = "coursekit"
 NBGRADER_KEY = "nbgrader"
@@ -115,9 +117,6 @@ def validate_notebook(nb, name: str = "notebook", *, require_graded: bool = Fals
     without any graded cell an error: an exercise notebook with nothing to grade would make the
     "every graded cell fails on the stubs" test pass vacuously.
     """
-    # Imported here so that graded.py has no import cycle with exercises.py.
-    from .exercises import find_regions, ExerciseError
-
     problems: list[str] = []
     seen: dict[str, int] = {}
     count = 0
@@ -126,62 +125,77 @@ def validate_notebook(nb, name: str = "notebook", *, require_graded: bool = Fals
             continue
         count += 1
         where = f"{name}, cell {index}"
-        tags = cell.metadata.get("tags", [])
         meta = cell.metadata.get(METADATA_KEY)
-        if cell.cell_type != "code":
-            problems.append(f"{where}: graded cell is a {cell.cell_type} cell; only code cells can be graded.")
-        if GRADED_TAG not in tags:
-            problems.append(
-                f"{where}: has '{METADATA_KEY}' metadata but no '{GRADED_TAG}' tag; add the tag "
-                f"(or remove the metadata if the cell is not graded)."
-            )
+        problems += _marking_problems(cell, where)
         if not isinstance(meta, dict):
-            problems.append(
-                f"{where}: tagged '{GRADED_TAG}' but has no metadata.{METADATA_KEY} = "
-                '{"id": ..., "points": ...}; add it (JupyterLab: Property Inspector → cell metadata).'
-            )
             continue
         cell_id = meta.get("id")
-        if not isinstance(cell_id, str) or not cell_id.strip():
-            problems.append(f"{where}: metadata.{METADATA_KEY}.id must be a non-empty string, got {cell_id!r}.")
-        elif not GRADE_ID_RE.match(cell_id):
-            problems.append(
-                f"{where}: graded id {cell_id!r} may hold only letters, digits, '-' and '_' (nbgrader's "
-                f"grade_id rule); rename it, e.g. {re.sub(r'[^A-Za-z0-9_-]+', '-', cell_id)!r}."
-            )
-        elif cell_id in seen:
-            problems.append(
-                f"{where}: graded id {cell_id!r} is already used by cell {seen[cell_id]}; ids must be unique "
-                f"within a notebook."
-            )
-        else:
-            seen[cell_id] = index
+        problems += _id_problems(cell_id, where, seen, index)
         points = meta.get("points")
         if isinstance(points, bool) or not isinstance(points, Real) or not points > 0:
             problems.append(
                 f"{where}: metadata.{METADATA_KEY}.points must be a positive number, got {points!r}."
             )
-        if not cell.source.strip():
-            problems.append(f"{where}: graded cell is empty; it must assert something.")
-        elif "graded_check(" in cell.source and isinstance(cell_id, str) and not re.search(
-                r"graded_check\(\s*[\"']" + re.escape(cell_id) + r"[\"']", cell.source):
-            problems.append(f"{where}: the cell calls graded_check with another id than its own; write "
-                            f"graded_check({cell_id!r}, inputs, probe, judge, seed=...).")
-        try:
-            regions = find_regions(cell.source, where=where)
-        except ExerciseError as exc:
-            problems.append(str(exc))
-        else:
-            if regions:
-                problems.append(
-                    f"{where}: graded cell {cell_id!r} contains a solution region; move the student's "
-                    f"part to a cell above it (graded cells must be identical in solutions and exercises)."
-                )
+        problems += _source_problems(cell.source, cell_id, where)
     if require_graded and count == 0:
         problems.append(
             f"{name}: has no graded cell; tag at least one check cell '{GRADED_TAG}' with "
             f'metadata.{METADATA_KEY} = {{"id": ..., "points": ...}}.'
         )
+    return problems
+
+
+def _marking_problems(cell, where: str) -> list[str]:
+    """A graded cell is a code cell with both the tag and the metadata dict."""
+    problems = []
+    if cell.cell_type != "code":
+        problems.append(f"{where}: graded cell is a {cell.cell_type} cell; only code cells can be graded.")
+    if GRADED_TAG not in cell.metadata.get("tags", []):
+        problems.append(
+            f"{where}: has '{METADATA_KEY}' metadata but no '{GRADED_TAG}' tag; add the tag "
+            f"(or remove the metadata if the cell is not graded)."
+        )
+    if not isinstance(cell.metadata.get(METADATA_KEY), dict):
+        problems.append(
+            f"{where}: tagged '{GRADED_TAG}' but has no metadata.{METADATA_KEY} = "
+            '{"id": ..., "points": ...}; add it (JupyterLab: Property Inspector → cell metadata).'
+        )
+    return problems
+
+
+def _id_problems(cell_id, where: str, seen: dict[str, int], index: int) -> list[str]:
+    """The id is a non-empty nbgrader grade_id, unique in the notebook (``seen`` records it)."""
+    if not isinstance(cell_id, str) or not cell_id.strip():
+        return [f"{where}: metadata.{METADATA_KEY}.id must be a non-empty string, got {cell_id!r}."]
+    if not GRADE_ID_RE.match(cell_id):
+        return [f"{where}: graded id {cell_id!r} may hold only letters, digits, '-' and '_' (nbgrader's "
+                f"grade_id rule); rename it, e.g. {re.sub(r'[^A-Za-z0-9_-]+', '-', cell_id)!r}."]
+    if cell_id in seen:
+        return [f"{where}: graded id {cell_id!r} is already used by cell {seen[cell_id]}; ids must be unique "
+                f"within a notebook."]
+    seen[cell_id] = index
+    return []
+
+
+def _source_problems(source: str, cell_id, where: str) -> list[str]:
+    """The cell asserts something, checks under its own id, and holds no solution region."""
+    problems = []
+    if not source.strip():
+        problems.append(f"{where}: graded cell is empty; it must assert something.")
+    elif "graded_check(" in source and isinstance(cell_id, str) and not re.search(
+            r"graded_check\(\s*[\"']" + re.escape(cell_id) + r"[\"']", source):
+        problems.append(f"{where}: the cell calls graded_check with another id than its own; write "
+                        f"graded_check({cell_id!r}, inputs, probe, judge, seed=...).")
+    try:
+        regions = find_regions(source, where=where)
+    except ExerciseError as exc:
+        problems.append(str(exc))
+    else:
+        if regions:
+            problems.append(
+                f"{where}: graded cell {cell_id!r} contains a solution region; move the student's "
+                f"part to a cell above it (graded cells must be identical in solutions and exercises)."
+            )
     return problems
 
 
@@ -244,8 +258,6 @@ def mark_notebook(nb) -> bool:
     again after an edit (``python -m coursekit exercises`` does) brings the marks back in line.
     Call it on a valid notebook (:func:`validate_notebook`).
     """
-    from .exercises import ANY_MARKER_RE   # graded.py and exercises.py use each other
-
     changed = False
     for index, cell in enumerate(nb.cells):
         before = (cell.source, dict(cell.metadata))

@@ -123,7 +123,7 @@ def dispatch(pool, calls: dict, finished, failed, retries: int = RETRIES) -> dic
                 key, tries = pending.pop(future)
                 try:
                     result = future.result()
-                except Exception as exc:     # a lost worker, a task the scheduler gave up on
+                except Exception as exc:  # noqa: BLE001 -- a lost worker, a task the scheduler gave up on
                     if tries < retries:
                         fn, args, kwargs = calls[key]
                         pending[pool.submit(fn, *args, **kwargs)] = (key, tries + 1)

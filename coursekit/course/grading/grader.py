@@ -22,7 +22,6 @@ which protections the run had, and the Markdown summary lists what was and was n
 
 from __future__ import annotations
 
-import copy
 import os
 import sys
 import tempfile
@@ -36,17 +35,17 @@ import nbformat  # noqa: E402
 
 from . import assignment as assignments
 from . import cluster as cluster_runs
-from . import kernel_cache
 from . import lms
+from . import prepare
 from . import regrade
-from ..authoring.graded import GRADED_TAG, METADATA_KEY, GradedCell, graded_cells, is_graded
+from ..authoring.graded import GradedCell, graded_cells
 from .escape import one_line
+from .prepare import UnreadableSubmission  # noqa: F401  (importable from here as before)
 from .report import number
-from .runner import kill_all, run_notebook, short
+from .runner import kill_all, protection, run_notebook, short
 from .scores import Score
 # find_submissions, reference_for and FLAT_SEPARATOR moved to .submissions; importable from here as before
 from .submissions import FLAT_SEPARATOR, Refused, find_submissions, read_bytes, reference_for  # noqa: F401
-from .scrutiny import warnings_for
 
 # Grading runs CUDA kernels with the emulator's bounds checking (AddressSanitizer in a subprocess,
 # exact-size buffers): an off-by-one that the unchecked mode's buffer slack would hide costs its
@@ -54,7 +53,7 @@ from .scrutiny import warnings_for
 # About 2 s more for exercise 7's solution on the development machine. An instructor's own
 # COURSEKIT_CUDA_CHECK wins.
 GRADING_ENV = {"COURSEKIT_CUDA_CHECK": os.environ.get("COURSEKIT_CUDA_CHECK", "memory")}
-SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the notebook file itself
+SUBMISSION_LIMIT_MB = prepare.SUBMISSION_LIMIT_MB   # the notebook file itself (COURSEKIT_GRADE_NOTEBOOK_MB)
 
 
 @dataclass
@@ -85,51 +84,10 @@ def load_references(reference_dir) -> list[Reference]:
 
 
 def restore_graded(submission, reference: Reference):
-    """Return ``(notebook, {graded id: cell index or None})`` with every graded cell restored.
-
-    A reference graded cell is located in the submission by its coursekit id, else by its notebook
-    cell id (JupyterLab keeps those), else by identical source; the cell found is replaced by a code
-    cell with the reference's source and metadata, whatever the student did to it (edited, turned into
-    Markdown, retagged). Graded-looking cells with unknown ids lose their markers and run as
-    ordinary cells. A graded cell that cannot be found maps to None: it scores nothing.
-    """
-    nb = copy.deepcopy(submission)
-    placed: dict[str, int] = {}
-    taken: set[int] = set()
-
-    def place(cell_id: str, index: int) -> None:
-        if cell_id not in placed and index not in taken:
-            placed[cell_id] = index
-            taken.add(index)
-
-    for index, cell in enumerate(nb.cells):
-        meta = cell.get("metadata", {}).get(METADATA_KEY)
-        if isinstance(meta, dict) and meta.get("id") in {c.id for c in reference.cells}:
-            place(meta["id"], index)
-    for graded in reference.cells:
-        notebook_id = reference.nb.cells[graded.index].get("id")
-        for index, cell in enumerate(nb.cells):
-            if graded.id in placed:
-                break
-            if (notebook_id and cell.get("id") == notebook_id) or cell.get("source") == graded.source:
-                place(graded.id, index)
-
-    by_index = {index: cell_id for cell_id, index in placed.items()}
-    reference_cells = {c.id: reference.nb.cells[c.index] for c in reference.cells}
-    for index, cell in enumerate(nb.cells):
-        if index in by_index:
-            original = reference_cells[by_index[index]]
-            restored = nbformat.v4.new_code_cell(source=original.source, metadata=copy.deepcopy(original.metadata))
-            if "id" in cell:
-                restored["id"] = cell["id"]
-            else:
-                restored.pop("id", None)
-            nb.cells[index] = restored
-        elif is_graded(cell):
-            cell.metadata.pop(METADATA_KEY, None)
-            tags = [tag for tag in cell.metadata.get("tags", []) if tag != GRADED_TAG]
-            cell.metadata["tags"] = tags
-    return nb, {c.id: placed.get(c.id) for c in reference.cells}
+    """Return ``(notebook, {graded id: cell index or None})`` with every graded cell restored from
+    ``reference`` (see :func:`coursekit.course.grading.prepare.restore_graded`; grading does this in the
+    run's child, inside the run's limits)."""
+    return prepare.restore_graded(submission, reference.nb, reference.cells)
 
 
 def load_reference(path) -> Reference:
@@ -139,30 +97,19 @@ def load_reference(path) -> Reference:
     return Reference(path.stem, nb, graded_cells(nb))
 
 
-class UnreadableSubmission(ValueError):
-    """A submission the grader will not read; the message says why and what the student can do."""
-
-
 def read_submission(path):
-    """The student's notebook, or an error that says why it cannot be graded and what to do.
-
-    A symbolic link is refused, not followed: it could hand in another student's notebook or a
-    solution the grader can read. A file over :data:`SUBMISSION_LIMIT_MB` is refused before it is
-    read (its outputs, never graded, would fill the grader's memory). Cells that Jupyter would not
-    have written (a code cell without ``outputs``) are an invalid notebook, not a grader error.
-    """
+    """The student's notebook, or :class:`UnreadableSubmission` saying why it cannot be graded and
+    what to do (a link, a FIFO, over :data:`SUBMISSION_LIMIT_MB`, too many cells, not a notebook).
+    Grading reads submissions in the run's child instead (:mod:`coursekit.course.grading.prepare`)."""
     if isinstance(path, Refused):
         raise UnreadableSubmission(path.reason)
-    try:
-        data = read_bytes(path, SUBMISSION_LIMIT_MB * 2**20)
-    except ValueError as exc:
-        raise UnreadableSubmission(str(exc)) from None
-    nb = nbformat.reads(data.decode("utf-8"), as_version=4)
-    for index, cell in enumerate(nb.cells):
-        if not isinstance(cell.get("source"), str) or (cell.get("cell_type") == "code" and "outputs" not in cell):
-            raise UnreadableSubmission(f"cell {index} is not a valid notebook cell (source or outputs missing): "
-                             "open the notebook in Jupyter, save it and hand it in again")
-    return nb
+    return prepare.read_submission(path, SUBMISSION_LIMIT_MB)
+
+
+class Rows(list):
+    """One notebook's :class:`Score` rows, with the scrutiny ``warnings`` its run's child found."""
+
+    warnings: list = []
 
 
 def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60, notebook_timeout=600,
@@ -171,9 +118,10 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
 
     This is the stable entry point for anything that grades (the ``grade`` command, a pytest
     plugin): ``path`` is the submission (None: not handed in), ``reference`` a :class:`Reference`
-    or the path of the reference notebook. It reads the submission (an unreadable file scores 0
-    with the reason), restores every graded cell from the reference (:func:`restore_graded`),
-    runs the result with :func:`coursekit.course.grading.runner.run_notebook` in a fresh temporary folder
+    or the path of the reference notebook. It scans the submission's raw bytes (size, cells; no parse:
+    :func:`coursekit.course.grading.prepare.scan`; a refused file scores 0 with the reason), then the run's child
+    parses it and restores every graded cell from the reference (:func:`restore_graded`) in the run's limits,
+    and :func:`coursekit.course.grading.runner.run_notebook` runs the result in a fresh temporary folder
     with the grading environment (:data:`GRADING_ENV`: CUDA bounds checking) inside this machine's
     sandbox, and scores each graded cell: its points when it passed — for a cell written with
     :func:`coursekit.course.student.check.graded_check`, when the grader's judge accepted what it reported —
@@ -182,39 +130,83 @@ def grade_notebook(path, reference, *, student: str = "student", cell_timeout=60
     """
     if not isinstance(reference, Reference):
         reference = load_reference(reference)
-
-    def all_zero(reason):
-        return [Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells]
-
-    if path is None:
-        return all_zero("missing notebook")
-    if isinstance(path, Refused):
-        return all_zero(short(path.reason))
-    try:   # not JSON, not a notebook, a link: the student still gets a row per cell, with the reason
-        restored, where = restore_graded(read_submission(path), reference)
-        text = nbformat.writes(restored)
-    except Exception as exc:
-        detail = str(exc) if isinstance(exc, UnreadableSubmission) else f"{type(exc).__name__}: {exc}"
-        return all_zero(short(f"unreadable notebook: {detail}"))
+    refused = _refuse(path, reference, student)
+    if refused is not None:
+        return refused
     try:
         with tempfile.TemporaryDirectory(prefix="coursekit-grade-") as tmp:
-            run_path = Path(tmp) / f"{reference.name}.ipynb"
-            run_path.write_text(text, encoding="utf-8")
-            run = run_notebook(run_path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
-                               executed_path=executed_path, env=dict(GRADING_ENV, **kernel_cache.grading_env()),
-                               reports_path=reports_path)
-    except Exception as exc:  # one odd submission must not stop the grading of the class
-        return all_zero(f"grader error: {type(exc).__name__}: {exc}"[:200])
-    scores = []
+            reference_path = Path(tmp) / f"{reference.name}.ipynb"
+            nbformat.write(reference.nb, reference_path)
+            run = run_notebook(path, cell_timeout=cell_timeout, notebook_timeout=notebook_timeout,
+                               executed_path=executed_path, env=dict(GRADING_ENV, **_shared_kernel_cache()),
+                               reports_path=reports_path,
+                               submission={"reference": reference_path, "label": f"{student}/{reference.name}"})
+    except Exception as exc:  # noqa: BLE001 -- one odd submission must not stop the grading of the class
+        return _all_zero(reference, student, f"grader error: {type(exc).__name__}: {exc}"[:200])
+    if run.unreadable:
+        return _all_zero(reference, student, run.unreadable)
+    rows = Rows()
     for cell in reference.cells:
-        if where[cell.id] is None:
-            scores.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell",
-                                run.protection))
+        index = (run.where or {}).get(cell.id)
+        if run.where is not None and index is None:
+            rows.append(Score(student, reference.name, cell.id, 0, cell.points, "missing graded cell", run.protection))
             continue
-        outcome = run.outcome(where[cell.id])
-        scores.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
-                            cell.points, outcome.reason, run.protection))
-    return scores
+        outcome = run.outcome(index) if index is not None else run.default   # never prepared: the run's reason
+        rows.append(Score(student, reference.name, cell.id, cell.points if outcome.passed else 0,
+                          cell.points, outcome.reason, run.protection))
+    rows.warnings = run.warnings
+    return rows
+
+
+def _shared_kernel_cache() -> dict[str, str]:
+    """The emulator's shared, read-only kernel cache for the runs (:mod:`.kernel_cache`), built on
+    first use; none where runs have no sandbox and run as the grader's own user, since such a
+    kernel could plant an object there that every later run, of any grading session, would load
+    (each run then compiles into its own folder: see coursekit.course.grading.sandbox.run_folders)."""
+    guard = protection()
+    if not guard.bubblewrap and not guard.run_as:
+        return {}
+    from . import kernel_cache   # the emulator's compiler: loaded only when the cache is built
+
+    return kernel_cache.grading_env()
+
+
+NO_SANDBOX = ("SECURITY: {count} runs had no sandbox (no bubblewrap where they ran): each student's code could "
+              "read and change what the grader's user can, including other students' runs and later grading "
+              "sessions. Install it where the runs execute (`apt-get install bubblewrap`) or grade in a "
+              "throw-away container")
+_WARNED: set[str] = set()
+
+
+def sandbox_warning(scores) -> list[str]:
+    """The loud line for a class graded without bubblewrap (from the rows: where each run really
+    executed), printed on stderr once per grading process and listed under Warnings every time."""
+    count = len({(s.student, s.notebook) for s in scores if s.protection.startswith("no sandbox")})
+    if not count:
+        return []
+    line = NO_SANDBOX.format(count=count)
+    if "printed" not in _WARNED:
+        _WARNED.add("printed")
+        print(f"\n{'!' * 78}\n{line}\n{'!' * 78}\n", file=sys.stderr, flush=True)
+    return [line]
+
+
+def _all_zero(reference: Reference, student: str, reason: str) -> Rows:
+    return Rows(Score(student, reference.name, c.id, 0, c.points, reason) for c in reference.cells)
+
+
+def _refuse(path, reference: Reference, student: str) -> Rows | None:
+    """Zero rows with the reason for a notebook that is not graded: not handed in, refused when
+    found, or refused by the raw scan (size, cells) before anything parses it."""
+    if path is None:
+        return _all_zero(reference, student, "missing notebook")
+    if isinstance(path, Refused):
+        return _all_zero(reference, student, short(path.reason))
+    try:
+        prepare.scan(path, SUBMISSION_LIMIT_MB)
+    except UnreadableSubmission as exc:
+        return _all_zero(reference, student, short(f"unreadable notebook: {exc}"))
+    return None
 
 
 def grade_one(student, reference: Reference, path, *, cell_timeout, notebook_timeout, executed_dir=None):
@@ -236,8 +228,7 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
     are unchanged keeps its previous rows and is not run, unless the grader failed it (``grader_fault``)
     (:mod:`.regrade`). Every row records the submission's and its judge's hash and the grader's version.
 
-    The warnings also list each non-graded cell that names the grading mechanism
-    (:mod:`coursekit.course.grading.scrutiny`): a hint for a person, never a change of score.
+    The warnings list, from each run's child, the cells that name the grading mechanism (:mod:`.scrutiny`).
     """
     all_references = load_references(reference_dir)
     references = assignments.select(all_references, assignment)
@@ -282,20 +273,9 @@ def grade(submissions_dir, reference_dir, *, cell_timeout=60, notebook_timeout=6
         rows = results[student, ref.name]
         fresh = (student, ref.name) in calls
         scores += regrade.stamp(rows, prints[student, ref.name], version) if fresh else rows
-    return scores, [one_line(w) for w in warnings + _scrutiny(tasks)]    # printed and written to grades.md
-
-
-def _scrutiny(tasks) -> list[str]:
-    """Cells that name the grading mechanism, for a person to read (:mod:`.scrutiny`)."""
-    warnings = []
-    for student, ref, path in tasks:
-        try:
-            # the notebook as it runs: a cell dressed up as graded with an unknown id runs as ordinary code
-            warnings += warnings_for(f"{student}/{ref.name}", restore_graded(read_submission(path), ref)[0]) \
-                if path else []
-        except Exception:                 # unreadable: already scored 0 with its reason
-            pass
-    return warnings
+    warnings += [w for student, ref, _ in tasks for w in getattr(results[student, ref.name], "warnings", [])]
+    warnings[:0] = sandbox_warning(scores)
+    return scores, [one_line(w) for w in warnings]     # printed on a terminal and written to grades.md
 
 
 def _absolute(path):

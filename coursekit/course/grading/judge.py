@@ -78,6 +78,6 @@ def judge_cells(cells, report_dir: str, nonce: str, time_limit: float | None = N
             verdicts[index] = ("failed", f"failed assertion: {message}" if message else "failed assertion (no message)")
         except JudgeTimeout as exc:
             verdicts[index] = ("failed", f"error: {exc}")
-        except Exception as exc:   # observations the judge cannot use (a wrong type, a missing name)
+        except Exception as exc:  # noqa: BLE001 -- observations the judge cannot use (a wrong type, a missing name)
             verdicts[index] = ("failed", f"error: {type(exc).__name__}: {' '.join(str(exc).split())}")
     return verdicts

@@ -80,7 +80,7 @@ def _prepare() -> Path | None:
         for flags in (compiler.FAST_FLAGS, compiler.ASAN_FLAGS, [*compiler.FAST_FLAGS, *compiler.COUNT_FLAGS]):
             include = compiler._prelude_pch(flags)      # the prelude, precompiled: ["-I", folder] or []
             built += [Path(include[1]) / "ck_prelude.h.gch"] if include else []
-    except Exception:        # no working compiler: runs compile the runtime themselves, as before
+    except Exception:  # noqa: BLE001 -- no working compiler: runs compile the runtime themselves, as before
         return None
     finally:
         if saved is None:

@@ -32,6 +32,11 @@ class NotebookRun:
     stderr: str = ""
     protection: str = ""                                      # what the run was protected by
     judged: set[int] = field(default_factory=set)             # graded cells judged outside the kernel
+    # with run_notebook(submission=...): where each graded cell is, the scrutiny warnings, and the
+    # student's reason when the submission could not be read (all from the run's child)
+    where: dict | None = None
+    warnings: list = field(default_factory=list)
+    unreadable: str | None = None
 
     def outcome(self, index: int) -> CellOutcome:
         """The cell's outcome; cells the run never reached get the run's ``default`` reason."""
@@ -67,68 +72,90 @@ def read_events(events, output, returncode, killed, cell_timeout, notebook_timeo
     """Turn the child's event log into one :class:`CellOutcome` per code cell. ``memory_mb`` or
     ``disk_mb``: the run was stopped at that limit of memory or of its folders on disk."""
     run = NotebookRun(stderr=output)
-    running = None
-    crashed = finished = False
-    failure = crashed_in = None
-    verdicts = {}
-    crash_cells: list[int] = []
+    log = _replay(events, run, cell_timeout)
+    _mark_the_end(run, log, output, returncode, killed, notebook_timeout, memory_mb, disk_mb)
+    _apply_verdicts(run, log.verdicts)
+    return run
+
+
+@dataclass
+class _Log:
+    """What the event log says beyond each cell's own outcome: where it stopped and why."""
+
+    running: int | None = None          # the cell started and not done when the log ends
+    crashed: bool = False               # the kernel died and no fresh one took over
+    finished: bool = False
+    failure: str | None = None          # the child's own failure message
+    crashed_in: int | None = None       # the cell the kernel last died in
+    crash_cells: list[int] = field(default_factory=list)
+    verdicts: dict = field(default_factory=dict)   # cell index -> (status, reason) from the judge
+
+
+def _replay(events, run: NotebookRun, cell_timeout) -> _Log:
+    """Record each cell's outcome in ``run`` as the log tells it; return the rest of what it says."""
+    log = _Log()
     for event in events:
         kind = event.get("event")
         if kind == "judged":
             run.judged = {int(i) for i in event.get("indices", [])}
         elif kind == "start":
-            running = event["index"]
+            log.running = event["index"]
         elif kind == "done":
-            running = None
+            log.running = None
             if event["status"] == "ok":
                 run.cells[event["index"]] = CellOutcome(True, "passed")
             else:
                 reason = describe_error(event.get("ename", "Error"), event.get("evalue", ""), cell_timeout)
                 run.cells[event["index"]] = CellOutcome(False, reason)
         elif kind == "verdict":
-            verdicts[event["index"]] = (event["status"], short(event["reason"], ASSERTION_LIMIT))
+            log.verdicts[event["index"]] = (event["status"], short(event["reason"], ASSERTION_LIMIT))
         elif kind == "crashed":
-            crashed = True
-            crashed_in = event.get("index")
-            if crashed_in is not None:
-                run.cells[crashed_in] = CellOutcome(False, RESTARTED.format(memory_mb=event.get("memory_mb"))
-                                                    if event.get("memory") else "kernel crashed")
-                crash_cells.append(crashed_in)
-            running = None
+            log.crashed = True
+            log.crashed_in = event.get("index")
+            if log.crashed_in is not None:
+                run.cells[log.crashed_in] = CellOutcome(False, RESTARTED.format(memory_mb=event.get("memory_mb"))
+                                                        if event.get("memory") else "kernel crashed")
+                log.crash_cells.append(log.crashed_in)
+            log.running = None
         elif kind == "restarted":       # a fresh kernel re-ran the cells before and goes on after it
-            crashed = False
+            log.crashed = False
         elif kind == "failed":
-            failure = event.get("message", "")
+            log.failure = event.get("message", "")
         elif kind == "finished":
-            finished = True
-    if memory_mb and finished and not crashed and not killed:   # the run went on in fresh kernels
-        for index in crash_cells:
+            log.finished = True
+    return log
+
+
+def _mark_the_end(run: NotebookRun, log: _Log, output, returncode, killed, notebook_timeout, memory_mb,
+                  disk_mb) -> None:
+    """Say why the run ended where it did: on the cell it was running, and for every cell it never ran."""
+    running = log.running
+    if memory_mb and log.finished and not log.crashed and not killed:   # the run went on in fresh kernels
+        for index in log.crash_cells:
             if run.cells[index].reason == "kernel crashed":
                 run.cells[index] = CellOutcome(False, RESTARTED.format(memory_mb=memory_mb))
     elif memory_mb or disk_mb:
         what = "memory" if memory_mb else "disk"
         limit = memory_mb or disk_mb
         if running is None:
-            running = crashed_in
+            running = log.crashed_in
         if running is not None:
             run.cells[running] = CellOutcome(False, f"{what} limit exceeded ({limit} MB): the run was stopped")
         run.default = CellOutcome(False, f"not run: the run was stopped at the {what} limit ({limit} MB)")
-    elif crashed:
+    elif log.crashed:
         run.default = CellOutcome(False, "not run: kernel crashed earlier")
     elif killed:
         if running is not None:
             run.cells[running] = CellOutcome(False, f"timeout: notebook exceeded {notebook_timeout}s")
         run.default = CellOutcome(False, f"not run: notebook timeout after {notebook_timeout}s")
-    elif finished and failure is None:
+    elif log.finished and log.failure is None:
         run.default = CellOutcome(False, "not run")
     else:
         lines = output.strip().splitlines()
-        detail = short(failure or (lines[-1] if lines else f"exit code {returncode}"))
+        detail = short(log.failure or (lines[-1] if lines else f"exit code {returncode}"))
         if running is not None:
             run.cells[running] = CellOutcome(False, f"runner failed: {detail}")
         run.default = CellOutcome(False, f"not run: runner failed: {detail}")
-    _apply_verdicts(run, verdicts)
-    return run
 
 
 def _apply_verdicts(run: NotebookRun, verdicts: dict) -> None:

@@ -15,6 +15,7 @@ import csv
 from pathlib import Path
 
 from .escape import csv_cell, markdown_text
+from .sandbox import describe_label
 
 COLUMNS = ["student", "notebook", "cell_id", "points", "max_points", "reason", "protection",
            "submission_sha256", "judge_sha256", "grader",   # these three: see coursekit.course.grading.regrade
@@ -85,8 +86,32 @@ def summary_markdown(scores, warnings=(), protection=(), assigned=(), names=None
     if warnings:
         lines += ["", "## Warnings", ""] + [f"- {_md(w)}" for w in warnings]
     if protection:
-        lines += ["", "## How each run was isolated", ""] + [f"- {_md(p)}" for p in protection]
+        lines += ["", "## How each run was isolated", ""] + [
+            ("  - " if p.startswith("  ") else "- ") + _md(p.strip()) for p in protection]
     return "\n".join(lines) + "\n"
+
+
+def isolation_lines(scores, local=None) -> list[str]:
+    """The "How each run was isolated" section, from the rows themselves: each row's protection
+    label was made where its run executed (a Dask worker for ``--cluster``), so the section says
+    what really isolated the runs, and warns when they were not all isolated alike. ``local`` (a
+    :class:`coursekit.course.grading.sandbox.Protection`) adds its full description to the runs whose label
+    is its own; pass it only when the runs executed on this machine."""
+    labels: dict[str, int] = {}
+    for s in scores:
+        if s.protection:
+            labels[s.protection] = labels.get(s.protection, 0) + 1
+    if not labels:
+        return ["no notebook was run"]
+    lines = []
+    if len(labels) > 1:
+        lines.append("WARNING: the runs were not all isolated alike: "
+                     + "; ".join(f"{label} ({count} rows)" for label, count in labels.items()))
+    for label, count in labels.items():
+        lines.append(f"{label} ({count} rows):")
+        details = local.describe() if local is not None and label == local.label else describe_label(label)
+        lines += [f"  {line}" for line in details]
+    return lines
 
 
 def write_reports(scores, csv_path, warnings=(), protection=(), assigned=(), names=None) -> tuple[Path, Path]:

@@ -31,7 +31,6 @@ import secrets
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -69,19 +68,10 @@ def protection() -> "sandbox.Protection":
     return sandbox.detect()
 
 
-def run_notebook(
-    path,
-    *,
-    cell_timeout: int = 60,
-    notebook_timeout: int = 600,
-    workdir=None,
-    env: dict[str, str] | None = None,
-    executed_path=None,
-    kernel_name: str = "python3",
-    limits: "sandbox.Limits | None" = None,
-    judge: bool = True,
-    reports_path=None,
-) -> NotebookRun:
+def run_notebook(path, *, cell_timeout: int = 60, notebook_timeout: int = 600, workdir=None,
+                 env: dict[str, str] | None = None, executed_path=None, kernel_name: str = "python3",
+                 limits: "sandbox.Limits | None" = None, judge: bool = True, reports_path=None,
+                 submission: dict | None = None) -> NotebookRun:
     """Run the notebook at ``path`` in a separate process; never raises for what the notebook does.
 
     The kernel runs inside this machine's protections (:func:`protection`) with ``limits``; its
@@ -95,36 +85,26 @@ def run_notebook(
     the runner's process; their outcome is the judge's verdict (``run.judged`` lists them). Other
     cells' outcomes are what the kernel reported. ``reports_path``, if given, receives a copy of
     the observations the graded cells reported (``<cell id>.npz``) and ``nonce.txt``, to judge again.
+
+    ``submission`` (``{"reference": notebook file, "label": "student/name"}``): ``path`` is a raw
+    hand-in that the run's child bounds, parses and restores in the run's limits (:mod:`.prepare`);
+    ``run.where``, ``run.warnings`` and ``run.unreadable`` say what came of it.
     """
     limits = limits or sandbox.Limits()
     guard = protection()
-    token = secrets.token_hex(8)
-    free_mb = shutil.disk_usage(tempfile.gettempdir()).free // 2**20
-    if free_mb < FREE_SPACE_FLOOR_MB:      # a full disk would fail this run for a reason not the student's
-        why = (f"not run: the grader's temporary folder {tempfile.gettempdir()} has {free_mb} MB free, below the "
-               f"{FREE_SPACE_FLOOR_MB} MB the grader keeps free (COURSEKIT_GRADE_FREE_MB): free space and grade again")
-        return NotebookRun(default=CellOutcome(False, why), protection=guard.label)
+    refused = _low_disk(guard)
+    if refused:
+        return refused
     with tempfile.TemporaryDirectory(prefix="coursekit-run-") as tmp:
-        os.chmod(tmp, 0o700)
-        kernel_dir = Path(workdir) if workdir else Path(tmp) / "work"
-        kernel_dir.mkdir(parents=True, exist_ok=True)
-        ipc_dir = Path(tmp) / "ipc"
-        ipc_dir.mkdir()
-        report_dir = Path(tmp) / "report"      # the only folder of the run the kernel writes besides its own
-        report_dir.mkdir()
-        nonce = secrets.token_hex(16)
+        # a root grader's kernel runs as another user (sandbox.sandbox_user): it may pass through the
+        # run's folder to the folders it is given, never list it
+        os.chmod(tmp, 0o711 if guard.run_as else 0o700)
+        folders = _run_folders(Path(tmp), workdir)
+        token, nonce = secrets.token_hex(8), secrets.token_hex(16)
         group = rungroup.RunGroup(f"coursekit-{token}", limits, guard.cgroup)
-        config = {
-            "workdir": str(kernel_dir), "ipc_dir": str(ipc_dir), "limits": limits.__dict__,
-            "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
-            "bwrap_flags": list(guard.bwrap_flags), "private_home": workdir is None,
-            "report_dir": str(report_dir) if judge else None, "nonce": nonce,
-        }
-        reporting = {REPORT_DIR_ENV: str(report_dir), NONCE_ENV: nonce} if judge else {}
-        args = [str(Path(path).resolve()), "--cell-timeout", str(int(cell_timeout)), "--kernel", kernel_name,
-                "--sandbox", json.dumps(config), "--events-fd", "{fd}"]
-        if executed_path:
-            args += ["--executed", str(Path(executed_path).resolve())]
+        config = _child_config(guard, group, limits, folders, workdir is None, judge, nonce)
+        reporting = {REPORT_DIR_ENV: str(folders["report"]), NONCE_ENV: nonce} if judge else {}
+        args = _child_args(path, Path(tmp), cell_timeout, kernel_name, config, executed_path, submission)
         read_end, write_end = os.pipe()     # the event channel: no file a kernel could find and write
         output_path = Path(tmp) / "output.log"
         output_path.touch()
@@ -134,30 +114,87 @@ def run_notebook(
         finally:
             os.close(write_end)
         channel = _Reader(read_end)
-        watch = _Watch(process, group, token, limits, [ipc_dir, report_dir, kernel_dir], Path(tmp))
-        _LIVE[process.pid] = watch
-        killed = False
-        try:
-            process.wait(timeout=notebook_timeout)
-        except subprocess.TimeoutExpired:
-            killed = True
-            watch.kill()
-            process.wait()
-        finally:
-            _LIVE.pop(process.pid, None)
-            watch.stop()
-            watch.kill()                      # the sweep: daemons and new sessions of the run end here
-            memory = not watch.over_disk and (watch.over_memory or group.out_of_memory())
-            group.close()
+        watch = _Watch(process, group, token, limits, [folders["ipc"], folders["report"], folders["work"]], Path(tmp))
+        killed, memory = _supervise(process, watch, group, notebook_timeout)
         if reports_path:
-            _copy_reports(report_dir, Path(reports_path), nonce)
-        output = _tail(output_path)
+            _copy_reports(folders["report"], Path(reports_path), nonce)
         events = channel.events()
-        run = read_events(events, output, process.returncode, killed,
-                           int(cell_timeout), notebook_timeout, memory and limits.memory_mb,
-                           watch.over_disk and limits.disk_mb)
+        run = read_events(events, _tail(output_path), process.returncode, killed, int(cell_timeout),
+                          notebook_timeout, memory and limits.memory_mb, watch.over_disk and limits.disk_mb)
         run.protection = guard.label
+        _read_preparation(run, events)
         return run
+
+
+def _child_config(guard, group, limits, folders, private_home: bool, judge: bool, nonce: str) -> dict:
+    """What the child and the kernel's launcher need to know about the run (``--sandbox``, JSON)."""
+    return {"workdir": str(folders["work"]), "ipc_dir": str(folders["ipc"]), "limits": limits.__dict__,
+            "cgroup": group.procs_files() or None, "bubblewrap": guard.bubblewrap,
+            "bwrap_flags": list(guard.bwrap_flags), "private_home": private_home, "run_as": guard.run_as,
+            "report_dir": str(folders["report"]) if judge else None, "nonce": nonce}
+
+
+def _low_disk(guard) -> NotebookRun | None:
+    """A run refused before it starts when the temporary folder is short of space: a full disk would
+    fail it for a reason not the student's (the reason says it is the grader's)."""
+    free_mb = shutil.disk_usage(tempfile.gettempdir()).free // 2**20
+    if free_mb >= FREE_SPACE_FLOOR_MB:
+        return None
+    why = (f"not run: the grader's temporary folder {tempfile.gettempdir()} has {free_mb} MB free, below the "
+           f"{FREE_SPACE_FLOOR_MB} MB the grader keeps free (COURSEKIT_GRADE_FREE_MB): free space and grade again")
+    return NotebookRun(default=CellOutcome(False, why), protection=guard.label)
+
+
+def _run_folders(tmp: Path, workdir) -> dict[str, Path]:
+    """The run's folders: the kernel's working folder, its sockets, and the report folder (the only
+    folder of the run the kernel writes besides its own)."""
+    folders = {"work": Path(workdir) if workdir else tmp / "work", "ipc": tmp / "ipc", "report": tmp / "report"}
+    for folder in folders.values():
+        folder.mkdir(parents=True, exist_ok=True)
+    return folders
+
+
+def _child_args(path, tmp: Path, cell_timeout, kernel_name, config, executed_path, submission) -> list[str]:
+    """The command line of :mod:`coursekit.course.grading.execute` (``{fd}``: the event pipe's descriptor)."""
+    notebook = tmp / "notebook.ipynb" if submission else Path(path).resolve()
+    args = [str(notebook), "--cell-timeout", str(int(cell_timeout)), "--kernel", kernel_name,
+            "--sandbox", json.dumps(config), "--events-fd", "{fd}"]
+    if submission:
+        args += ["--submission", os.path.abspath(path), "--reference", str(submission["reference"]),
+                 "--label", str(submission.get("label", "student/notebook"))]
+    if executed_path:
+        args += ["--executed", str(Path(executed_path).resolve())]
+    return args
+
+
+def _supervise(process, watch, group, notebook_timeout) -> tuple[bool, bool]:
+    """Wait for the child at most ``notebook_timeout`` seconds, then sweep every process of the run
+    away; ``(killed for time, stopped for memory)``."""
+    _LIVE[process.pid] = watch
+    killed = False
+    try:
+        process.wait(timeout=notebook_timeout)
+    except subprocess.TimeoutExpired:
+        killed = True
+        watch.kill()
+        process.wait()
+    finally:
+        _LIVE.pop(process.pid, None)
+        watch.stop()
+        watch.kill()                      # the sweep: daemons and new sessions of the run end here
+        memory = not watch.over_disk and (watch.over_memory or group.out_of_memory())
+        group.close()
+    return killed, memory
+
+
+def _read_preparation(run: NotebookRun, events: list[dict]) -> None:
+    """What the child said about the submission it prepared (see :mod:`coursekit.course.grading.prepare`)."""
+    for event in events:
+        if event.get("event") == "prepared" and isinstance(event.get("where"), dict):
+            run.where = {str(k): (v if isinstance(v, int) else None) for k, v in event["where"].items()}
+            run.warnings = [str(w) for w in event.get("warnings", [])][:100]
+        elif event.get("event") == "unreadable":
+            run.unreadable = short(f"unreadable notebook: {event.get('reason', '')}")
 
 
 def _copy_reports(report_dir: Path, target: Path, nonce: str) -> None:

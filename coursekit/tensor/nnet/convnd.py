@@ -64,7 +64,7 @@ def forward(xp, x, w, pad, stride, flip, dilation):
                          f"must be {n + 2}-d with the same channel count on axis 1")
     x = xp.pad(x, ((0, 0), (0, 0)) + tuple((p, p) for p in pad)) if any(pad) else x
     view = _windows(xp, x, w.shape[2:], stride, dilation)
-    b, c, out_sizes = view.shape[0], view.shape[1], view.shape[2:2 + n]
+    b, out_sizes = view.shape[0], view.shape[2:2 + n]
     if min(out_sizes, default=1) <= 0:
         raise ValueError(f"conv{n}d: the filters {w.shape[2:]} (dilation {dilation}) are larger than the padded "
                          f"input {x.shape[2:]}")

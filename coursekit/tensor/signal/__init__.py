@@ -1,2 +1,2 @@
-"""``theano.tensor.signal``: pooling (``pool.pool_2d``; the older ``downsample.max_pool_2d``)."""
-from . import downsample, pool  # noqa: F401
+"""``theano.tensor.signal``: pooling (``pool.pool_2d``; Theano 0.8's ``downsample.max_pool_2d`` is in the alias, :mod:`coursekit.theano.downsample`)."""
+from . import pool  # noqa: F401

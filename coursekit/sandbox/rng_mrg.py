@@ -1,2 +1,0 @@
-"""``theano.sandbox.rng_mrg`` compatibility: see :mod:`coursekit.random`."""
-from ..random.streams import MRG_RandomStreams  # noqa: F401
