@@ -53,7 +53,10 @@ _NAMES = {
     "Apply": ("graph", "Apply"), "Constant": ("graph", "Constant"), "Op": ("graph", "Op"),
     "Type": ("graph", "Type"), "Variable": ("graph", "Variable"), "TensorType": ("tensor.type", "TensorType"),
     "grad": ("gradient", "grad"), "dot": ("tensor", "dot"), "pp": ("printing", "pp"),
-    "scan": ("scan_module", "scan"),
+    "scan": ("scan_module", "scan"), "map": ("scan_module", "map"), "reduce": ("scan_module", "reduce"),
+    "foldl": ("scan_module", "foldl"), "foldr": ("scan_module", "foldr"),
+    "Param": ("compile", "Param"), "clone": ("compile", "clone"), "change_flags": ("config", "change_flags"),
+    "Rop": ("rop", "Rop"), "Lop": ("rop", "Lop"),
     "gpu_from_host": ("devices.transfer", "gpu_from_host"), "host_from_gpu": ("devices.transfer", "host_from_gpu"),
 }
 _SUBMODULES = ("tensor", "printing", "gradient", "profiling", "rewriting", "compile", "devices", "cuda",

@@ -271,3 +271,6 @@ def _unknown(name):
 config = Config()
 config.apply_flags(os.environ.get("THEANO_FLAGS", ""), source="THEANO_FLAGS")  # old scripts' command lines
 config.apply_flags(os.environ.get("COURSEKIT_FLAGS", ""))
+
+
+change_flags = config.change  # Theano's theano.change_flags(floatX=...): a context manager and a decorator

@@ -142,3 +142,19 @@ def test_on_the_simulated_gpu_the_sparse_ops_stay_on_the_host_and_give_the_same_
     names = [type(n.op).__name__ for n in f.toposort()]
     assert "StructuredDot" in names and not any(n.startswith("Gpu") and "Dot" in n for n in names), names
     np.testing.assert_allclose(np.asarray(f(Xv)), np.tanh(A @ np.ones((3, 2))), rtol=1e-6)
+
+
+@pytest.mark.parametrize("build", [lambda X: X * 3.0, lambda X: X + X, lambda X: -X, lambda X: X.T.T,
+                                   lambda X: sparse.structured_add(X, 1.5)],
+                         ids=["mul", "add", "neg", "transpose", "structured_add"])
+def test_gradients_through_the_sparse_arithmetic_by_finite_differences(build):
+    X, W = sparse.csr_matrix("X", dtype="float64"), T.dmatrix("W")
+    Xv = sp.random(3, 4, density=0.5, format="csr", random_state=2)
+    Wv = np.random.default_rng(1).standard_normal((4, 2))
+    cost = (sparse.structured_dot(build(X), W) ** 2).sum()
+    g = theano.function([X, W], T.grad(cost, X))(Xv, Wv)
+    assert sp.issparse(g)  # structured all the way: a sparse gradient
+    cost_only = theano.function([X, W], cost)
+    numeric, _ = _numeric(lambda a, b: float(cost_only(a, b)), Xv, Wv)
+    coo = Xv.tocoo()
+    np.testing.assert_allclose(g.toarray()[coo.row, coo.col], numeric, rtol=1e-5, atol=1e-6)

@@ -128,3 +128,26 @@ def test_release_deletes_what_it_wrote_when_an_answer_leaked(tmp_path, monkeypat
 def test_doctor_runs_from_the_command_line():
     run = subprocess.run([sys.executable, "-m", "coursekit", "doctor"], capture_output=True, text=True)
     assert "lesson and exercise 07:" in run.stdout and "C++ compiler" in run.stdout, run.stdout + run.stderr
+
+
+def test_doctor_uses_the_emulators_compiler_rule(monkeypatch):
+    from coursekit.cuda import compiler
+    from coursekit.course.student import doctor
+
+    for value in ("clang++", "g++-12"):
+        monkeypatch.setenv("CXX", value)
+        assert doctor.cxx() == compiler.cxx() == value
+    monkeypatch.delenv("CXX")
+    assert doctor.cxx() == compiler.cxx()
+
+
+def test_doctor_without_a_compiler_names_the_lessons_and_the_fix_per_os(monkeypatch):
+    from coursekit.course.student import doctor
+
+    monkeypatch.setenv("CXX", "no-such-compiler-here")
+    lines, status = doctor.report()
+    text = "\n".join(lines)
+    assert status == 1 and "MISSING C++ compiler" in text and "no-such-compiler-here: not found" in text
+    assert "lesson and exercise 07: lacks a C++ compiler" in text and "lesson and exercise 08: ready" in text
+    assert "xcode-select --install" in doctor.compiler_fix("Darwin") and "WSL2" in doctor.compiler_fix("Windows")
+    assert "apt-get install g++" in doctor.compiler_fix("Linux")

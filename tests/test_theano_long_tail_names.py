@@ -218,6 +218,16 @@ def test_compat_python2x_and_sandbox_softsign_through_the_alias(tmp_path):
         f = theano.function([x], [softsign(x), T.grad(softsign(x).sum(), x)])
         print(*[np.round(v, 6).tolist() for v in f([-3.0, 0.0, 1.0])])
         print(theano.scalar.upcast("int32", "float32"), theano.tensor.float_dtypes[1], theano.gof.OpRemove.__name__)
+
+        class GradClip(theano.compile.ViewOp):  # the 2015 LSTM libraries' idiom, through the alias's paths
+            def __init__(self, lo, hi):
+                self.lo, self.hi = lo, hi
+            def grad(self, args, g_outs):
+                return [T.clip(g, self.lo, self.hi) for g in g_outs]
+        clip = GradClip(-1.0, 1.0)
+        T.opt.register_canonicalize(theano.gof.OpRemove(clip), name="grad_clip_through_the_alias")
+        f = theano.function([x], T.grad((clip(x) * 5).sum(), x))
+        print(f([1.0, 2.0]).tolist(), [type(n.op).__name__ for n in f.maker.fgraph.toposort()].count("GradClip"))
     """))
     env = {k: v for k, v in os.environ.items() if k not in ("THEANO_FLAGS", "COURSEKIT_FLAGS")}
     out = subprocess.run([sys.executable, "-m", "coursekit.theano", str(script)], capture_output=True, text=True,
@@ -226,3 +236,4 @@ def test_compat_python2x_and_sandbox_softsign_through_the_alias(tmp_path):
     lines = out.stdout.splitlines()
     assert lines[0] == "[-0.75, 0.0, 0.5] [0.0625, 1.0, 0.25]"  # x / (1 + |x|), 1 / (1 + |x|)^2
     assert lines[1] == "float64 float32 OpRemove"  # the alias's floatX is Theano's float64
+    assert lines[2] == "[1.0, 1.0] 0"  # the op's clipped gradient, and the op removed from the compiled graph

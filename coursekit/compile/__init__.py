@@ -25,7 +25,8 @@ use), ``io.py`` (``In``/``Out``), ``sharedvalue.py`` and ``shared_storage.py``
 (shared variables and where their values live).
 """
 from .function import MissingInputError, UnusedInputError, function  # noqa: F401
-from .io import In, Out  # noqa: F401
+from .clone import clone  # noqa: F401
+from .io import In, Out, Param  # noqa: F401
 from .mode import Mode, get_mode  # noqa: F401
 from .monitormode import MonitorMode  # noqa: F401
 from .nanguardmode import NanGuardMode  # noqa: F401

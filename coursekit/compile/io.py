@@ -29,3 +29,12 @@ class Out:
         if not isinstance(variable, Variable):
             variable = as_tensor_variable(variable)
         self.variable, self.borrow = variable, borrow
+
+
+class Param(In):
+    """Theano 0.7's ``Param(variable, default=None, name=None, ...)``: an input with a default value (``In``)."""
+
+    def __init__(self, variable, default=None, name=None, mutable=False, strict=False, allow_downcast=None,
+                 implicit=None, borrow=None):
+        super().__init__(variable, name=name, value=default, strict=strict, allow_downcast=allow_downcast,
+                         borrow=bool(borrow), mutable=mutable)

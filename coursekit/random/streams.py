@@ -13,10 +13,11 @@ the state's ``default_update``, so every function drawing from the stream
 advances it (see :mod:`.ops`).  ``seed(n)`` resets every state the stream
 made, so a program is reproducible from its seed.
 
-* ``RandomStreams`` draws with NumPy's ``Generator`` on the host, like
-  Theano's ``shared_randomstreams`` (which used NumPy too);
-* ``MRG_RandomStreams`` uses MRG32k3a (:mod:`.mrg`), whose numbers are the
-  same on the CPU and on a GPU device; its other distributions are built in
+* ``RandomStreams`` draws with a ``numpy.random.RandomState`` per variable on
+  the host, seeded as Theano's ``shared_randomstreams`` seeded them, so a seed
+  gives Theano's numbers; ``rv.rng.get_value()`` is that RandomState;
+* ``MRG_RandomStreams`` is Theano's MRG31k3p (:mod:`.mrg`): Theano's numbers
+  for a seed, the same on the CPU and on a GPU device; its other distributions are built in
   the graph from its uniforms (Box-Muller for ``normal``, comparisons for
   ``binomial``, sorting for ``permutation`` and ``choice``).
 """

@@ -49,7 +49,7 @@ if importlib.util.find_spec("coursekit") is None:
         raise RuntimeError(f"Setup could not install coursekit from {_source!r} ({_why}): connect this "
                            "notebook to the internet, or set COURSEKIT_PIP_SOURCE to a wheel, and run it again.")
 from coursekit.course.student.setup import notebook_setup
-notebook_setup()
+_device = notebook_setup()
 
 # %%
 import matplotlib.pyplot as plt

@@ -37,7 +37,7 @@ if importlib.util.find_spec("coursekit") is None:
         raise RuntimeError(f"Setup could not install coursekit from {_source!r} ({_why}): connect this "
                            "notebook to the internet, or set COURSEKIT_PIP_SOURCE to a wheel, and run it again.")
 from coursekit.course.student.setup import notebook_setup
-notebook_setup()
+_device = notebook_setup()
 
 # %%
 import time
@@ -697,7 +697,7 @@ assert all(200 <= (crossovers["return nothing", p] or 0) <= 2000 for p in GPU_PR
 # abruptly between two sizes, suspect a multi-threaded BLAS on busy cores: `time_call` pins BLAS to one
 # thread for that reason.
 #
-# **Exercise:** [`exercises/05_logistic_regression_exercises.ipynb`](../exercises/05_logistic_regression_exercises.ipynb):
+# **Exercise:** [`exercises/05_logistic_regression_exercises.ipynb`](../exercises/05_logistic_regression_exercises.ipynb) ([in Colab](https://colab.research.google.com/github/coursekit/coursekit/blob/main/exercises/05_logistic_regression_exercises.ipynb)):
 # a trainer with its data on the device, where each op of a compiled graph runs, the stable
 # cross-entropy written as a rewrite of your own, and the crossover size of this section priced
 # with the model.

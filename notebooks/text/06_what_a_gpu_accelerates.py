@@ -40,7 +40,7 @@ if importlib.util.find_spec("coursekit") is None:
         raise RuntimeError(f"Setup could not install coursekit from {_source!r} ({_why}): connect this "
                            "notebook to the internet, or set COURSEKIT_PIP_SOURCE to a wheel, and run it again.")
 from coursekit.course.student.setup import notebook_setup
-notebook_setup()
+_device = notebook_setup()
 
 # %%
 import time
@@ -101,7 +101,8 @@ MODEL = costmodel.model("t4")        # the card the modelled curves are for
 
 
 def sweep(build, sizes, devices=("cpu", "gpu")):
-    # build(n) -> (compiled function, its arguments); returns {device: [best seconds per call]},
+    # build(n) -> (compiled function, its arguments); returns {device: [best seconds per call]} (the best of
+    # 7 repeats: a busy machine slows some repeats, rarely all of them),
     # plus, on the GPU device, the modelled whole call on MODEL under its own key
     result = {}
     for device in devices:
@@ -110,7 +111,7 @@ def sweep(build, sizes, devices=("cpu", "gpu")):
             for n in sizes:
                 fn, *args = build(n)
                 number = calls_per_repeat(fn, *args)
-                result[device].append(time_call(fn, *args, number=number, repeat=3, model=False).best)
+                result[device].append(time_call(fn, *args, number=number, repeat=7, model=False).best)
                 if device == "gpu":
                     result.setdefault(f"gpu, {MODEL.label}", []).append(predict_call(fn, *args, model=MODEL).total)
     return result

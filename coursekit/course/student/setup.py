@@ -52,8 +52,8 @@ def notebook_setup(calibrate=_calibrate, say=print) -> str:
         return config.device
     cupy, reason = cupy_status()
     if cupy is None:
-        say(f"coursekit: no GPU here ({reason}), so this notebook uses the simulated GPU: same graphs and "
-            "transfers, CPU timings, every row labelled.")
+        say("coursekit: no GPU here, so this notebook uses the simulated GPU (same graphs and transfers, CPU "
+            f"timings, every row labelled). Why: {reason}.")
         return config.device
     card = _card_name(cupy)
     config.device = "gpu"
