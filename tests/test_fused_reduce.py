@@ -129,3 +129,13 @@ def test_one_over_n_of_a_device_array_is_computed_on_the_host(device):
     if device != "cpu":
         divisions = [n for n in f.toposort() if "true_div" in str(n.op) and not str(n.op).startswith("Gpu")]
         assert divisions, [str(n.op) for n in f.toposort()]       # 1/N: host scalars, a kernel's argument
+
+
+def test_a_host_scalar_in_the_map_and_the_tail_is_a_scalar_argument(device):
+    """sum(exp(x) * s) + s with s a float32 host input: s reaches the one kernel as a number, map and tail."""
+    xv = f32(11)
+    x, s = theano.shared(xv), T.fscalar("s")
+    f = theano.function([s], (T.exp(x) * s).sum() + s)
+    np.testing.assert_allclose(f(np.float32(2)), (np.exp(xv.astype("float64")) * 2).sum() + 2, rtol=1e-5)
+    if device != "cpu":
+        assert [type(n.op).__name__ for n in f.toposort()] == ["GpuFusedSum", "HostFromGpu"], op_names(f)

@@ -49,7 +49,7 @@ def fused_reduce(fgraph):
 
 
 def _full_float_sum(node):
-    return (isinstance(node.op, Sum) and node.inputs[0].type.ndim > 0
+    return (isinstance(node.op, Sum) and not all(node.inputs[0].type.broadcastable)   # a one-element sum: no pass
             and set(node.op.axis) == set(range(node.inputs[0].type.ndim))
             and node.inputs[0].type.dtype == node.outputs[0].type.dtype in FLOATS)
 

@@ -46,7 +46,9 @@ class FusedSum(XpOp):
     def make_node(self, *inputs):
         inputs = [as_tensor_variable(v) for v in inputs]
         arrays, scalars = inputs[:self.n_map], inputs[self.n_map:]
-        if not arrays or len({v.type.ndim for v in arrays}) != 1:
+        # a one-element map input may come as a 0-d value (placement passes a padded host scalar as it is)
+        ranks = {v.type.ndim for v in arrays if not all(v.type.broadcastable)}
+        if not arrays or len(ranks) > 1:
             raise TypeError(f"{self}: the mapped inputs must be arrays of one rank, got {[str(v.type) for v in arrays]}")
         if any(not all(v.type.broadcastable) for v in scalars):
             raise TypeError(f"{self}: the tail's inputs must hold one element, got {[str(v.type) for v in scalars]}")
