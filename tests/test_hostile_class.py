@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import multiprocessing.util
 import os
 import tempfile
 from pathlib import Path
@@ -108,6 +109,10 @@ def hostile_class(tmp_path_factory):
     (submissions / "link_to_honest" / f"{NAME}.ipynb").symlink_to(submissions / "honest" / f"{NAME}.ipynb")
     private_tmp = root / "tmp"     # the runs' temporary folders go here, so that other graders' do not count
     private_tmp.mkdir()
+    # multiprocessing's folder for this process (the grader's forkserver keeps its socket there) lives as
+    # long as the process and is made on first use; made now, outside private_tmp, it is not a run's
+    # leftover whichever test of the session first starts the forkserver
+    multiprocessing.util.get_temp_dir()
     before = snapshot(submissions), snapshot(reference), sorted(private_tmp.iterdir())
     out = root / "out"
     with pytest.MonkeyPatch.context() as patch:
@@ -171,7 +176,7 @@ def test_nothing_outside_the_runs_changed(hostile_class):
     assert after[0] == before[0], "the submissions folder changed"
     assert after[1] == before[1], "the reference folder changed"
     assert after[2] == before[2] == [], f"runs left temporary files: {after[2]}"
-    assert sorted(p.name for p in out.iterdir()) == ["executed", "grades.csv", "grades.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["executed", "grades.csv", "grades.md", "grades.scope.json"]
     students = {student for student, _ in rows}
     assert {p.name for p in (out / "executed").iterdir()} <= students
     assert all([p.name for p in (out / "executed" / s).iterdir()] == [f"{NAME}.ipynb"]
