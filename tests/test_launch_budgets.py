@@ -356,7 +356,8 @@ def test_debugmode_checks_every_op_and_is_never_captured(cuda):
 def test_w3_ordinary_call_dispatches_no_more_than_hand_written_cupy(cuda):
     """benchmarks/device_host_work.py's count: coursekit's own Python calls plus its calls into CuPy, per
     ordinary W3 call, against the same step written by hand in CuPy (one call per operation).  Issue 35
-    asks for 1.0x at most; it was 144 against 32 before the step's launches were cut (13 -> 7)."""
+    asks for 1.0x at most; counted the same way it was 125 against 32 before the step's launches were cut
+    (13 -> 7) and its per-kernel Python trimmed; 31 after (benchmarks/results/, 2026-11-28)."""
     import device_host_work as dhw
     (_, w3, args), = [w for w in dhw.workloads(graphs=False) if w[0].startswith("W3")]
     ours = dhw.dispatch(*dhw.measure(w3, args, calls=5))
