@@ -7,7 +7,7 @@ Writes a class of one student whose ``01_fixture`` notebook is ``--mb`` megabyte
 (the shape the red team used: 500,000 cells in 22 MB), grades it with
 :func:`coursekit.course.grading.grader.grade` in this process against the test fixture's exercise (``--jobs
 1``, or ``--cluster N`` local Dask workers), and prints one JSON line: the wall time of the grading,
-this process's peak resident memory (``ru_maxrss``: the grader alone, runs are other processes; the
+this process's peak resident memory (Linux's ``VmHWM``: the grader alone, runs are other processes; the
 file is written in small pieces first so that writing it does not count), the workers' peak, and the
 reasons in the rows. ``--honest`` adds a student who hands in the fixture's solution. Run it with an
 older checkout on ``PYTHONPATH`` to measure the before; figures in the commit that added it.
@@ -39,6 +39,16 @@ def empty_cells_notebook(path: Path, megabytes: float) -> int:
 
 
 def _peak_mb() -> float:
+    """This process's peak resident memory. Linux's ``VmHWM`` belongs to the process's own address space,
+    which ``exec`` makes anew; ``ru_maxrss`` is kept across ``exec``, so a process started from a large
+    parent (this script under a long pytest session: 544 MB) would report the parent's size."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
