@@ -384,14 +384,18 @@ low, high = costmodel.presets.get("h100").band_in_sample   # the corpus's own sp
 inside = [k for k, r in band.items() if low <= r <= high]
 print(f"modelled (h100) against the H100 measurement: measured / modelled "
       + ", ".join(f"{r:.2f}" for r in band.values()) + f"; inside the band: {len(inside)} of 3 (in-sample)")
-assert len(inside) == 3 and band["GPU, all on device"] > 1.3   # the prose below reads these
+# the prose below reads these: both versions with copies inside the band; the one-GEMM step near its top,
+# just inside or just outside (the modelled call adds this machine's own dispatch time, which varies)
+assert all(low <= band[k] <= high for k in ("GPU, inputs each call", "GPU, shared m and b"))
+assert 0.9 * high <= band["GPU, all on device"] <= 1.25 * high
 
 # %% [markdown]
 # The model ranks matpalm's three versions as he measured them, and on a GTX 580 lands close to his
 # speed-ups. On an H100 the same three steps spread much further apart: passing the matrices in each
 # call wastes almost all of a current GPU. The project's H100 measurement agrees for the two versions
-# with copies; the all-on-device step (one GEMM) ran about 1.45 times longer than modelled, at the edge
-# of the band: a 1000 × 1000 product reaches less of the card's peak than the large products the
+# with copies; the all-on-device step (one GEMM) ran about one and a half times longer than modelled
+# (the third ratio above), at the edge of the band, just inside or just outside it depending on this
+# machine's own dispatch time, which the modelled call adds: a 1000 × 1000 product reaches less of the card's peak than the large products the
 # calibration measured. "Inside" here is in-sample: these rows are in the corpus, and this one sets the top
 # of its spread. Left out, the band fitted on the other workloads stops at ×1.19 and misses it; that miss is
 # why the band the model quotes, measured held out, reaches +79%.
