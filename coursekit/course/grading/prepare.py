@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import copy
 import os
-import stat
 import sys
 
 from ..authoring.graded import GRADED_TAG, METADATA_KEY, graded_cells, is_graded
 from .scrutiny import warnings_for
-from .submissions import read_bytes
+from .submissions import open_submission, read_bytes
 
 SUBMISSION_LIMIT_MB = int(os.environ.get("COURSEKIT_GRADE_NOTEBOOK_MB", "64"))   # the file itself
 CELL_LIMIT = int(os.environ.get("COURSEKIT_GRADE_CELLS", "5000"))              # cells of one notebook
@@ -44,28 +43,25 @@ def scan(path, limit_mb: int | None = None, cell_limit: int | None = None) -> No
     limit = (SUBMISSION_LIMIT_MB if limit_mb is None else limit_mb) * 2**20
     cell_limit = CELL_LIMIT if cell_limit is None else cell_limit
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        if os.path.islink(path):
-            raise UnreadableSubmission("the file is a symbolic link: hand in the notebook itself") from None
-        raise UnreadableSubmission(f"the file cannot be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise UnreadableSubmission("the file is not a regular file: hand in the notebook itself")
-        if info.st_size > limit:
+        with open_submission(path, limit) as handle:
+            _count_cells(handle, cell_limit)
+    except UnreadableSubmission:
+        raise
+    except ValueError as exc:                      # what open_submission refuses, in the grader's words
+        raise UnreadableSubmission(str(exc)) from None
+
+
+def _count_cells(handle, cell_limit: int) -> None:
+    """Count the cells' ``"cell_type"`` keys in the raw bytes, 1 MB at a time, without parsing."""
+    cells, tail = 0, b""
+    while chunk := handle.read(2**20):
+        piece = tail + chunk
+        cells += piece.count(KEY)
+        tail = piece[-(len(KEY) - 1):]      # a key cut in two is counted in the next piece, once
+        if cells > cell_limit:
             raise UnreadableSubmission(
-                f"the file has {info.st_size / 2**20:.0f} MB, over the grader's {limit // 2**20} MB: clear its "
-                "outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
-        cells, tail = 0, b""
-        while chunk := handle.read(2**20):
-            piece = tail + chunk
-            cells += piece.count(KEY)
-            tail = piece[-(len(KEY) - 1):]      # a key cut in two is counted in the next piece, once
-            if cells > cell_limit:
-                raise UnreadableSubmission(
-                    f"the notebook has more than {cell_limit} cells, the grader's limit (COURSEKIT_GRADE_CELLS): "
-                    "delete the empty and scratch cells, save and hand it in again")
+                f"the notebook has more than {cell_limit} cells, the grader's limit (COURSEKIT_GRADE_CELLS): "
+                "delete the empty and scratch cells, save and hand it in again")
 
 
 def parse(data: bytes):

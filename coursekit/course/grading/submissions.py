@@ -16,6 +16,7 @@ matches its exercise). Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -90,10 +91,10 @@ def walk_files(folder: Path) -> tuple[list[Path], list[str]]:
     return files, links
 
 
-def read_bytes(path, limit: int) -> bytes:
-    """The bytes of ``path``, read through ``O_NOFOLLOW``: a link, a FIFO, a device or a file of
-    more than ``limit`` bytes is refused with
-    :class:`ValueError` saying why and what the student can do."""
+@contextlib.contextmanager
+def open_submission(path, limit: int):
+    """``path`` opened for reading through ``O_NOFOLLOW``, after refusing a link, a FIFO, a device or a
+    file of more than ``limit`` bytes with :class:`ValueError` saying why and what the student can do."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
@@ -107,6 +108,13 @@ def read_bytes(path, limit: int) -> bytes:
         if info.st_size > limit:
             raise ValueError(f"the file has {info.st_size / 2**20:.0f} MB, over the grader's {limit // 2**20} MB: "
                              "clear its outputs (Edit > Clear Outputs of All Cells), save and hand it in again")
+        yield handle
+
+
+def read_bytes(path, limit: int) -> bytes:
+    """The bytes of ``path``, opened by :func:`open_submission` (which refuses what is not a regular
+    file of at most ``limit`` bytes)."""
+    with open_submission(path, limit) as handle:
         data = handle.read(limit + 1)
     if len(data) > limit:
         raise ValueError(f"the file grew past the grader's {limit // 2**20} MB while it was read")
