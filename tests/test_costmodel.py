@@ -367,10 +367,11 @@ def test_logistic_regression_data_on_the_device_saves_the_copies_and_leaves_laun
     on_device = predict.predict_call(resident, model=model, calls=2)
     assert as_written.transfer_bytes >= 400 * 784 * 4 > on_device.transfer_bytes
     assert as_written.device > on_device.device
-    # what is left is many small kernels: at N = 400 they take far longer than their bytes need at full
-    # bandwidth (launches, and waves that leave most of the GPU idle)
+    # what is left is several small kernels (6 here since the fused reductions of issue 35): at N = 400
+    # they take far longer than their bytes need at full bandwidth (launches, and waves that leave most
+    # of the GPU idle)
     moved = sum(cost.work.bytes for _, cost in on_device.rows)
-    assert on_device.launches >= 8 and on_device.device > 5 * moved / model.spec.memory_bandwidth
+    assert on_device.launches >= 5 and on_device.device > 5 * moved / model.spec.memory_bandwidth
 
 
 def test_matrix_products_need_enough_work_to_fill_the_gpu():
