@@ -337,9 +337,12 @@ class CudaDevice(GPUDevice):
 
     def forget_kernels(self, scalar_op):
         """Drop the kernels generated for ``scalar_op`` and for every fused chain that contains it."""
-        for key in [key for key in self._kernels if any(op is not None and op.uses(scalar_op) for op in
-                                                         (key[1], key[3]) if key[0] == "sum") or
-                    (key[0] != "sum" and key[0].uses(scalar_op))]:
+        def uses(key):
+            # an elementwise kernel's key starts with its scalar op; a map-reduce's holds its map and tail
+            ops = (key[1], key[3]) if key[0] == "sum" else (key[0],)
+            return any(op is not None and op.uses(scalar_op) for op in ops)
+
+        for key in [key for key in self._kernels if uses(key)]:
             del self._kernels[key]
 
 
