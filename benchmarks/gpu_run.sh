@@ -78,7 +78,7 @@ nvidia-smi >> "$OUT/card.txt" 2>/dev/null
 "$PY" -c "import sys, numpy; print('python', sys.version.split()[0], 'numpy', numpy.__version__)" >> "$OUT/card.txt"
 
 if [ $DRY = 1 ]; then   # calibrate streams 256 MiB copies and 4096^3 products: minutes of CPU on the stand-in
-  say "step calibrate: not run in the dry run (a real-GPU measurement; tests/test_calibrate.py covers its fitting)"
+  say "step calibrate: not run in the dry run (a real-GPU measurement; tests/costmodel/test_calibrate.py covers its fitting)"
   echo "calibrate: skipped (dry run)" >> "$OUT/summary.txt"
 else
   step calibrate 90 "$PY" -m coursekit calibrate

@@ -62,6 +62,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root / "tests"))
+    sys.path.insert(0, str(root / "tests" / "course" / "grading"))
     from coursekit.course.authoring.exercises import make_exercise
     from coursekit.course.grading.grader import grade
     from test_course_grader import NAME, solution

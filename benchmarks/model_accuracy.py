@@ -17,7 +17,7 @@ the simulated GPU (the same graph, so the same modelled device work) and adding 
 there.  It prints modelled / measured per row and the error band the corpus gives: the lowest and
 highest measured / modelled, over rows without a host copy of 32 MiB or more and, separately, over rows
 with one (their fresh host pages make pageable copies much slower; see docs/gpu-model.md).  The preset's
-``band`` fields hold these numbers, and tests/test_model_accuracy.py checks that they still do.
+``band`` fields hold these numbers, and tests/costmodel/test_model_accuracy.py checks that they still do.
 """
 from __future__ import annotations
 

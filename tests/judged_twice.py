@@ -1,6 +1,6 @@
 """Run a graded cell after an answer, in this process, and judge it twice as a grading run does.
 
-The exercise answer tests (``tests/test_course_lesson*_answers.py``) put plausible wrong answers, and
+The exercise answer tests (``tests/course/authoring/test_course_lesson*_answers.py``) put plausible wrong answers, and
 correct ones written differently from the solution, in front of a solution's graded cell. A grading
 run judges a cell twice: the cell itself in the student's kernel (what the student sees in JupyterLab)
 and the grader's judge (:func:`coursekit.course.grading.judge.judge_cells`), which runs the cell's source

@@ -1,7 +1,7 @@
 """A JupyterLab server on a fresh Jupyter profile, as a new user's first start would see it.
 
-Shared by the tests that open the course in JupyterLab (tests/test_start_command.py, and
-tests/test_browser_pictures.py with Chromium): nothing is trusted or configured, the server listens on
+Shared by the tests that open the course in JupyterLab (tests/course/student/test_start_command.py, and
+tests/lessons/test_browser_pictures.py with Chromium): nothing is trusted or configured, the server listens on
 a free local port with a token, and it is stopped, with its whole session, when the test is done.
 """
 from __future__ import annotations

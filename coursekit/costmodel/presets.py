@@ -163,7 +163,7 @@ _COMMON = dict(memory_efficiency=("guess", "80% of the datasheet bandwidth is wh
                link_pageable=_PAGEABLE)
 
 # The H100 bands, measured / modelled over the corpus of benchmarks/model_accuracy.py (2 runs x 10 rows on the
-# lent H100; docs/gpu-model.md); `model_accuracy.py --held-out` re-derives them, tests/test_model_accuracy.py checks.
+# lent H100; docs/gpu-model.md); `model_accuracy.py --held-out` re-derives them, tests/costmodel/test_model_accuracy.py checks.
 # BAND, the one quoted, is HELD OUT (one workload left out at a time: 14 of 18 rows inside; the spread widened by
 # the worst miss, W4's GEMM x1.22 above, the 16 MiB copy x1.05 below); IN_SAMPLE is the corpus's own spread
 # (agreement by construction, not an error); LARGE has one workload, so it is in-sample only.  Every corpus call

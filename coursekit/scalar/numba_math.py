@@ -8,7 +8,7 @@ bit cast), so a loop over them compiles to AVX/AVX-512 code -- what XLA and
 NumPy's own SIMD paths do.  The polynomials are Cephes' ``expf``/``logf``
 (S. L. Moshier), evaluated with fused multiply-adds.
 
-Accuracy (``tests/test_numba_kernels.py`` sweeps every 97th float32): within
+Accuracy (``tests/scalar/test_numba_kernels.py`` sweeps every 97th float32): within
 3 units in the last place of NumPy's results; the same infinities, zeros
 and NaNs, subnormal results included.  Imported only by generated kernels
 (see ``numba_kernels.py``): importing numba takes a quarter of a second.

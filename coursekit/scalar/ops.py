@@ -10,7 +10,7 @@ Each :class:`ScalarOp` bundles three views of the same function:
   NumPy impl means on every dtype: where C differs (``//`` and ``%`` truncate
   in C, integer ``/`` is integer division, division by zero traps, max/min
   drop NaN) it calls a ``ck_*`` helper from ``cuda_codegen.py``'s PRELUDE,
-  and ``tests/test_scalar_c_expressions.py`` runs every expression against
+  and ``tests/scalar/test_scalar_c_expressions.py`` runs every expression against
   the impl.
 
 Output dtypes are not written down by hand: they are whatever NumPy produces

@@ -443,7 +443,7 @@ if step.cuda_graph.graph is not None:                      # a real GPU: time bo
 # `docs/gpu-model.md`), not measured, and it leaves out what a graph launch itself costs per node. On
 # the simulated GPU nothing is launched, so no graph is captured, and the cell above says why; where a
 # real GPU ran it, the same cell measures both versions. The project's
-# tests count such a step on a CuPy stand-in (`tests/test_cuda_graphs.py`, counts, never times): once
+# tests count such a step on a CuPy stand-in (`tests/cuda_c/test_cuda_graphs.py`, counts, never times): once
 # captured, each call is 1 graph launch and no other kernel launch, with the same weights as ordinary calls.
 #
 

@@ -4,7 +4,7 @@ A lesson is an executed ``.ipynb``: JSON with stored outputs, so a change to its
 reviewed as a JSON diff. Its text pair holds the same cells, markdown as ``#`` comments under
 ``# %% [markdown]`` and code under ``# %%``, with no outputs and no metadata: what a reviewer reads.
 The notebook stays the source; ``python -m coursekit text-pairs`` writes the pairs from it, ``--check``
-(and ``tests/test_lesson_text_pairs.py``) fails when one is out of date, missing, or has no notebook.
+(and ``tests/course/authoring/test_lesson_text_pairs.py``) fails when one is out of date, missing, or has no notebook.
 
 jupytext is an author's tool (requirements-dev.txt), imported only when a pair is made.
 """

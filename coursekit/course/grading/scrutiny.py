@@ -10,7 +10,7 @@ these, as a warning in ``grades.md``, so that an instructor knows which notebook
 It is a hint, not a defence: it changes no score, and code that builds the names from pieces
 (``getattr``, string concatenation, ``exec`` of encoded text) is not seen. Graded cells are left
 out (the grader restores them from the reference, and they name ``graded_check`` themselves), and
-no course notebook's own cells name any of these (tests/test_course_scrutiny.py keeps it so), so an
+no course notebook's own cells name any of these (tests/course/grading/test_course_scrutiny.py keeps it so), so an
 untouched exercise is never listed.
 """
 
