@@ -214,7 +214,8 @@ def priced_at(fn, args, n_to, preset):
     # the whole modelled call of fn with every n x n shape it saw replaced by n_to x n_to: the device path is
     # priced at n_to (nothing runs there); the host part is coursekit's dispatch, measured here at n
     model = costmodel.model(preset)
-    host = predict_call(fn, *args, model=model).host
+    # the quietest of five measurements of that host part: a busy machine slows some of them, rarely all
+    host = min(predict_call(fn, *args, model=model).host for _ in range(5))
     return predict_scaled(fn, *args, sizes={n: n_to}, model=model).with_host(host)
 
 
