@@ -67,16 +67,21 @@ def column_name(notebook: str) -> str:
     return notebook.removesuffix("_exercises")
 
 
-def write_canvas(scores, path) -> Path:
+def _write_canvas_layout(scores, path, identity) -> Path:
+    """Canvas's gradebook layout: its five identity columns (``identity(student)`` gives them), a
+    "Points Possible" row, then one column per exercise."""
     students, notebooks, points, max_points = totals(scores)
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [column_name(n) for n in notebooks])
         writer.writerow(["    Points Possible", "", "", "", ""] + [number(max_points[n]) for n in notebooks])
         for student in students:
-            writer.writerow([csv_cell(student), "", "", csv_cell(student), ""]
-                            + [number(points[student, n]) for n in notebooks])
+            writer.writerow(identity(student) + [number(points[student, n]) for n in notebooks])
     return Path(path)
+
+
+def write_canvas(scores, path) -> Path:
+    return _write_canvas_layout(scores, path, lambda student: [csv_cell(student), "", "", csv_cell(student), ""])
 
 
 def write_moodle(scores, path) -> Path:
@@ -110,15 +115,7 @@ def as_json(scores, assigned=(), grader: str = "") -> dict:
 def write_canvas_ids(scores, names: dict, path) -> Path:
     """Canvas's layout for a Canvas download graded without its roster: ``ID`` is the user id from the
     download's file names (Canvas matches rows by it); the columns are new assignments to Canvas."""
-    students, notebooks, points, max_points = totals(scores)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section"] + [column_name(n) for n in notebooks])
-        writer.writerow(["    Points Possible", "", "", "", ""] + [number(max_points[n]) for n in notebooks])
-        for uid in students:
-            writer.writerow([csv_cell(names.get(uid, "")), csv_cell(uid), "", "", ""]
-                            + [number(points[uid, n]) for n in notebooks])
-    return Path(path)
+    return _write_canvas_layout(scores, path, lambda uid: [csv_cell(names.get(uid, "")), csv_cell(uid), "", "", ""])
 
 
 def write_moodle_worksheet(scores, names: dict, path) -> Path:
